@@ -1,0 +1,15 @@
+"""witprobe: runtime observability with machine-checked certificates for compressed attention memory.
+
+Layers (see ``ARCHITECTURE.md``):
+
+- :mod:`witprobe.calculus`: metrics, tiers, typed contracts, chains, bridges, the tier registry.
+- :mod:`witprobe.formal`: per-run obligations, their rendering to Lean, the reference checker,
+  and the Lean runner with its axiom audit.
+- :mod:`witprobe.memory`: memory classes and reference codecs.
+- :mod:`witprobe.models`: the model zoo and its loaders.
+- :mod:`witprobe.probe`: the witness cache and the meters of the three operators.
+- :mod:`witprobe.ledger`: the request-level risk ledger.
+- :mod:`witprobe.certify`: the ``python -m witprobe.certify`` command line and pipeline.
+"""
+
+__version__ = "0.1.0"

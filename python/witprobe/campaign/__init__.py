@@ -1,0 +1,1 @@
+"""Controlled comparisons and the adjudication calculus."""

@@ -1,0 +1,1 @@
+"""``python -m witprobe.certify``: measure a run, derive typed claims, render and check obligations."""

@@ -1,0 +1,168 @@
+"""Command line: ``python -m witprobe.certify {run,check,show,doctor}``.
+
+Exit codes (documented in the README, each tested):
+
+====  ==========================================================================
+0     ok (run: every self-check is 0 and no bound was beaten; check: identical)
+1     a self-check or a bound failed (run), or the directory does not re-derive (check)
+2     usage error (bad option, unknown model or codec, existing output without --force)
+3     ``--lean required`` and no Lean toolchain (or project) is available
+4     internal error
+====  ==========================================================================
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NO_LEAN, EXIT_INTERNAL = 0, 1, 2, 3, 4
+
+
+def _parser() -> argparse.ArgumentParser:
+    from witprobe.certify.measure import DEFAULT_PROMPTS
+    from witprobe.memory.codecs import CODECS
+    from witprobe.models.zoo import DEFAULT_MODEL, MODELS
+
+    p = argparse.ArgumentParser(
+        prog="python -m witprobe.certify",
+        description="Certify compressed attention memory on a model: measure, bound, and check with Lean.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="measure a run and write run.json, obligations/ and certificate.json")
+    r.add_argument("--model", default=DEFAULT_MODEL, choices=sorted(MODELS), help="model configuration (default: %(default)s)")
+    r.add_argument("--codec", default="int8", choices=sorted(CODECS), help="reference codec for K/V (default: %(default)s)")
+    r.add_argument("--bands", type=int, default=4, help="bands per entry for the codec and witness (default: %(default)s)")
+    r.add_argument("--max-new-tokens", type=int, default=24, help="greedy tokens per prompt (default: %(default)s)")
+    r.add_argument("--prompt", action="append", default=None, help="a prompt (repeatable; default: %d built-in prompts)" % len(DEFAULT_PROMPTS))
+    r.add_argument("--keys-only", action="store_true", help="compress keys only (values stay exact)")
+    r.add_argument("--no-reference", action="store_true", help="skip the uncompressed reference generation")
+    r.add_argument("--out", type=Path, default=None, help="output directory (default: runs/<model>-<codec>-<UTC time>)")
+    r.add_argument("--lean", choices=("auto", "required", "off"), default="auto",
+                   help="auto: check with Lean if found; required: exit 3 without Lean; off: never (default: %(default)s)")
+    r.add_argument("--force", action="store_true", help="replace a non-empty output directory")
+    r.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    c = sub.add_parser("check", help="re-derive a run directory's certificate from its run.json and compare")
+    c.add_argument("dir", type=Path)
+    s = sub.add_parser("show", help="print the per-layer table of a run directory")
+    s.add_argument("dir", type=Path)
+    sub.add_parser("doctor", help="report the environment: torch, transformers, Lean, Triton, GPU")
+    return p
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from witprobe.certify.measure import DEFAULT_PROMPTS, MeasureConfig, measure
+    from witprobe.certify.pipeline import OutputExists, prepare_output, write_run_dir
+    from witprobe.certify.progress import Progress
+    from witprobe.certify.report import print_summary, print_table
+    from witprobe.formal import lean_runner
+    from witprobe.models.zoo import ModelError, load_model
+
+    cfg = MeasureConfig(
+        model=args.model, codec=args.codec, bands=args.bands, compress_values=not args.keys_only,
+        max_new_tokens=args.max_new_tokens, prompts=tuple(args.prompt) if args.prompt else DEFAULT_PROMPTS,
+        reference=not args.no_reference,
+    )
+    try:
+        cfg.validate()
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    out = args.out or Path("runs") / f"{args.model}-{args.codec}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+    try:
+        prepare_output(out, args.force)
+    except OutputExists as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.lean == "required":
+        tc, why = lean_runner.find_toolchain()
+        if tc is None or lean_runner.find_project() is None:
+            print(f"error: --lean required but {why or 'the Lean project (lakefile.lean) was not found'}", file=sys.stderr)
+            return EXIT_NO_LEAN
+    progress = Progress(quiet=args.quiet)
+    progress.info(f"loading model {args.model}")
+    try:
+        loaded = load_model(args.model)
+    except ModelError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    progress.info(f"measuring {len(cfg.prompts)} requests with {cfg.codec} ({cfg.bands} bands)")
+    run = measure(loaded, cfg, progress)
+    progress.info("deriving claims, rendering obligations" + ("" if args.lean == "off" else ", checking with Lean"))
+    try:
+        produced = write_run_dir(run, out, args.lean, force=args.force)
+    except OutputExists as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    cert = produced.certificate
+    print_table(cert, sys.stdout)
+    print_summary(cert, sys.stdout)
+    agree = [r.get("agreeing_prefix") for r in run["requests"] if "agreeing_prefix" in r]
+    if agree:
+        total = sum(len(r["served_tokens"]) for r in run["requests"])
+        print(f"greedy tokens agreeing with the uncompressed model (prefix): {sum(agree)}/{total} (a reading)")
+    print(f"wrote {out}/run.json, {out}/certificate.json" + (f", {out}/obligations/run.lean" if produced.lean_text else ""))
+    if args.lean == "required" and any(o["status"] != "kernel_checked" for o in cert["obligations"]):
+        return EXIT_FAIL
+    return EXIT_OK if cert["summary"]["verdict"] == "pass" else EXIT_FAIL
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from witprobe.certify.check import check_dir
+
+    res = check_dir(args.dir)
+    for n in res.notes:
+        print(f"note: {n}")
+    for p in res.problems:
+        print(f"DIFFERS: {p}")
+    print("check: ok" if res.ok else f"check: {len(res.problems)} problem(s)")
+    return EXIT_OK if res.ok else EXIT_FAIL
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from witprobe.certify.report import print_summary, print_table
+
+    path = args.dir / "certificate.json"
+    if not path.is_file():
+        print(f"error: {path} not found", file=sys.stderr)
+        return EXIT_USAGE
+    cert = json.loads(path.read_text(encoding="utf-8"))
+    print_table(cert, sys.stdout)
+    print_summary(cert, sys.stdout)
+    return EXIT_OK
+
+
+def _cmd_doctor(_: argparse.Namespace) -> int:
+    import os
+
+    import torch
+    import transformers
+
+    from witprobe import __version__
+    from witprobe.formal import lean_runner
+
+    tc, why = lean_runner.find_toolchain()
+    print(f"witprobe {__version__}; torch {torch.__version__}; transformers {transformers.__version__}")
+    print(f"cuda available: {torch.cuda.is_available()}")
+    print(f"TRITON_INTERPRET={os.environ.get('TRITON_INTERPRET', '')!r}")
+    print(f"lean: {tc.version if tc else why}")
+    print(f"lean project: {lean_runner.find_project() or 'not found'}")
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    handler = {"run": _cmd_run, "check": _cmd_check, "show": _cmd_show, "doctor": _cmd_doctor}[args.command]
+    try:
+        return handler(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERNAL
+    except Exception:  # noqa: BLE001 - the exit code contract says 4
+        traceback.print_exc()
+        print("internal error (exit 4)", file=sys.stderr)
+        return EXIT_INTERNAL

@@ -1,0 +1,149 @@
+"""Measure one run: generate with the witness cache, collect every accumulator, build run.json.
+
+The run is served from compressed memory (the codec's reconstruction), with the witness cache
+keeping the uncompressed entries beside it. A second, uncompressed greedy generation of each
+prompt gives a diagnostic reading: how many generated tokens agree.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from witprobe import __version__
+from witprobe.certify.progress import Progress, TokenProgress
+from witprobe.memory.codecs import make_codec
+from witprobe.models.zoo import MODELS, LoadedModel
+from witprobe.probe.observer import ATTN_IMPLEMENTATION, Observer
+from witprobe.probe.witness_cache import WitnessCache
+
+RUN_SCHEMA = "witprobe-run/1"
+
+DEFAULT_PROMPTS = (
+    "What is the capital of France? Answer in one sentence.",
+    "Write a short poem about the sea and the wind.",
+    "Explain how a transformer model uses attention to process text, step by step.",
+)
+
+
+@dataclass(frozen=True)
+class MeasureConfig:
+    """What to measure. ``codec`` names a registered codec; ``bands`` its band count."""
+
+    model: str = "smollm2"
+    codec: str = "int8"
+    bands: int = 4
+    compress_values: bool = True
+    max_new_tokens: int = 24
+    prompts: tuple[str, ...] = DEFAULT_PROMPTS
+    reference: bool = True
+
+    def validate(self) -> None:
+        if self.model not in MODELS:
+            raise ValueError(f"unknown model {self.model!r}; available: {', '.join(sorted(MODELS))}")
+        make_codec(self.codec, self.bands)  # raises CodecError naming the problem
+        if not isinstance(self.max_new_tokens, int) or not 1 <= self.max_new_tokens <= 4096:
+            raise ValueError(f"max_new_tokens must be an integer in [1, 4096], got {self.max_new_tokens!r}")
+        if not self.prompts or not all(isinstance(p, str) and p.strip() for p in self.prompts):
+            raise ValueError("prompts must be a nonempty list of nonempty strings")
+
+
+def environment() -> dict[str, str]:
+    import transformers
+
+    return {
+        "witprobe": __version__,
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "platform": platform.platform(),
+    }
+
+
+def _encode(tokenizer: Any, prompt: str) -> dict[str, torch.Tensor]:
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}], add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )
+    return tokenizer(prompt, return_tensors="pt")
+
+
+def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None = None) -> dict[str, Any]:
+    """Run every prompt through the witness cache; return the run record (run.json content)."""
+    cfg.validate()
+    progress = progress or Progress(quiet=True)
+    model, tok = loaded.model, loaded.tokenizer
+    mc = model.config
+    num_layers = mc.num_hidden_layers
+    head_dim = getattr(mc, "head_dim", None) or mc.hidden_size // mc.num_attention_heads
+    codec = make_codec(cfg.codec, cfg.bands)
+    model.set_attn_implementation(ATTN_IMPLEMENTATION)
+    observer = Observer(num_layers)
+    pad = tok.eos_token_id if tok.pad_token_id is None else tok.pad_token_id
+    requests: list[dict[str, Any]] = []
+    for i, prompt in enumerate(cfg.prompts):
+        label = f"request {i + 1}/{len(cfg.prompts)}"
+        inputs = _encode(tok, prompt)
+        n_prompt = int(inputs["input_ids"].shape[1])
+        cache = observer.attach(
+            WitnessCache.for_dense_kv(num_layers, codec, codec if cfg.compress_values else None, cfg.bands, observer)
+        )
+        with torch.no_grad(), observer.active():
+            out = model.generate(
+                **inputs, cache=cache, max_new_tokens=cfg.max_new_tokens, do_sample=False,
+                pad_token_id=pad, streamer=TokenProgress(progress, label, cfg.max_new_tokens),
+            )
+        served = out[0, n_prompt:].tolist()
+        record: dict[str, Any] = {"prompt_index": i, "prompt_tokens": n_prompt, "served_tokens": served}
+        if cfg.reference:
+            with torch.no_grad():
+                ref = model.generate(**inputs, max_new_tokens=cfg.max_new_tokens, do_sample=False, pad_token_id=pad)
+            reference = ref[0, n_prompt:].tolist()
+            agree = 0
+            for a, b in zip(served, reference):
+                if a != b:
+                    break
+                agree += 1
+            record["reference_tokens"] = reference
+            record["agreeing_prefix"] = agree
+        progress.info(f"{label}: {n_prompt} prompt tokens, {len(served)} generated")
+        requests.append(record)
+    snap = observer.snapshot()
+    layers = [
+        {
+            "layer": i,
+            "write": snap["write"][i],
+            "read": snap["read"][i],
+            "host_write_calls": snap["host_write_calls"][i],
+            "host_read_calls": snap["host_read_calls"][i],
+        }
+        for i in range(num_layers)
+    ]
+    spec = MODELS[cfg.model]
+    return {
+        "schema": RUN_SCHEMA,
+        "environment": environment(),
+        "model": {
+            "name": cfg.model,
+            "family": spec.family,
+            "memory_class": spec.memory_class,
+            "num_layers": num_layers,
+            "num_heads": mc.num_attention_heads,
+            "num_kv_heads": mc.num_key_value_heads,
+            "head_dim": head_dim,
+            "provenance": loaded.provenance,
+        },
+        "config": {
+            "codec": cfg.codec,
+            "bands": cfg.bands,
+            "compress_values": cfg.compress_values,
+            "max_new_tokens": cfg.max_new_tokens,
+            "prompts": list(cfg.prompts),
+        },
+        "requests": requests,
+        "layers": layers,
+    }

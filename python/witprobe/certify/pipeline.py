@@ -1,0 +1,76 @@
+"""Glue of ``certify run``: from a run record to a written run directory.
+
+The directory is assembled in a temporary sibling folder and renamed into place only when every
+file is complete, so a failed or interrupted run leaves nothing half-written behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from witprobe.certify.certificate import OBLIGATIONS_FILE, LeanOutcome, assemble, canonical_json, lean_check, sha256_text
+from witprobe.certify.derive import Derivation, derive
+from witprobe.formal.render import render_run
+
+
+class OutputExists(FileExistsError):
+    """The output directory already holds a run and ``--force`` was not given."""
+
+
+@dataclass
+class Produced:
+    run_text: str
+    run_sha: str
+    derivation: Derivation
+    lean_text: str | None
+    outcome: LeanOutcome
+    certificate: dict[str, Any]
+
+
+def produce(run: dict[str, Any], lean_mode: str, workdir: Path, lean_timeout_s: float = 600.0) -> Produced:
+    """Derive, render, check with Lean and assemble; files are written under ``workdir``."""
+    run_text = canonical_json(run)
+    run_sha = sha256_text(run_text)
+    deriv = derive(json.loads(run_text))  # derive from exactly what is stored
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "run.json").write_text(run_text, encoding="utf-8")
+    lean_text = render_run(deriv.obligations, run_sha) if deriv.obligations else None
+    lean_path = workdir / OBLIGATIONS_FILE
+    if lean_text is not None:
+        lean_path.parent.mkdir(parents=True, exist_ok=True)
+        lean_path.write_text(lean_text, encoding="utf-8")
+    outcome = lean_check(lean_mode, lean_path, lean_text or "", run_sha, deriv.obligations, timeout_s=lean_timeout_s)
+    cert = assemble(run_sha, deriv, sha256_text(lean_text) if lean_text is not None else None, outcome)
+    (workdir / "certificate.json").write_text(canonical_json(cert), encoding="utf-8")
+    return Produced(run_text, run_sha, deriv, lean_text, outcome, cert)
+
+
+def prepare_output(out: Path, force: bool) -> None:
+    """Refuse to overwrite an existing run unless ``force``."""
+    if out.exists():
+        if not out.is_dir():
+            raise OutputExists(f"{out} exists and is not a directory")
+        if any(out.iterdir()) and not force:
+            raise OutputExists(f"{out} is not empty; choose another --out or pass --force to replace it")
+
+
+def write_run_dir(run: dict[str, Any], out: Path, lean_mode: str, force: bool = False) -> Produced:
+    """Produce the run directory atomically at ``out``."""
+    prepare_output(out, force)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        produced = produce(run, lean_mode, tmp)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return produced

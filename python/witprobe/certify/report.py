@@ -1,0 +1,63 @@
+"""The per-layer table printed by ``certify run`` (and ``certify show``)."""
+
+from __future__ import annotations
+
+from typing import Any, TextIO
+
+
+def _num(x: Any, fmt: str = "{:.4f}") -> str:
+    return "-" if x is None else fmt.format(x)
+
+
+def _bound(b: dict[str, Any] | None, vacuous: bool = False) -> str:
+    if b is None:
+        return "-"
+    s = b["decimal_up"][:6]
+    return f"{s}*" if vacuous else s
+
+
+def print_table(cert: dict[str, Any], out: TextIO) -> None:
+    """Layer | rel. residual | W/||D|| | realized TV | plain | e-form | centred | certified | tightness | tier."""
+    readings = {r["layer"]: r for r in cert["readings"]}
+    head = (
+        f"{'layer':>5} {'rel.res%':>8} {'W/|D|':>6} {'TV real':>8} {'plain':>7} {'e-form':>7} {'centred':>7} "
+        f"{'bound':>7} {'form':>7} {'tight':>6} {'tier':>9}"
+    )
+    print(head, file=out)
+    print("-" * len(head), file=out)
+    for c in cert["claims"]:
+        r = readings.get(c["layer"], {})
+        f = c["forms"]
+        rel = r.get("k_rel_residual_mean")
+        print(
+            f"{c['layer']:>5} {_num(rel * 100 if rel is not None else None, '{:.3f}'):>8} "
+            f"{_num(r.get('k_conservativeness_mean'), '{:.2f}'):>6} {_num(c['realized_tv_max']):>8} "
+            f"{_bound(f.get('plain', {}).get('bound'), f.get('plain', {}).get('vacuous', False)):>7} "
+            f"{_bound(f.get('eform', {}).get('bound'), f.get('eform', {}).get('vacuous', False)):>7} "
+            f"{_bound(f.get('centred', {}).get('bound'), f.get('centred', {}).get('vacuous', False)):>7} "
+            f"{_bound(c['bound'], c['vacuous']):>7} {c['form'] or '-':>7} {_num(c['tightness'], '{:.1f}'):>6} "
+            f"{c['tier']:>9}",
+            file=out,
+        )
+    print("(* = vacuous: a TV bound >= 1 says nothing; bounds are rounded up)", file=out)
+
+
+def print_summary(cert: dict[str, Any], out: TextIO) -> None:
+    s = cert["summary"]
+    lean = cert["lean"]
+    checks = cert["self_checks"]
+    bad = {k: v["count"] for k, v in checks.items() if not v["ok"]}
+    print(f"verdict: {s['verdict']}  layers: {s['layers']}  non-vacuous: {s['non_vacuous_layers']}  "
+          f"tiers: {', '.join(f'{k} {v}' for k, v in s['tiers'].items())}", file=out)
+    if s["worst_bound"]:
+        print(f"largest certified-form bound: {s['worst_bound']['bound']['decimal_up']} ({s['worst_bound']['claim']})",
+              file=out)
+    print(f"self-checks: {'all 0' if not bad else bad}", file=out)
+    n = len(cert["obligations"])
+    kc = sum(1 for o in cert["obligations"] if o["status"] == "kernel_checked")
+    line = f"lean: {lean['status']} ({kc}/{n} obligations kernel-checked)"
+    if lean["reason"]:
+        line += f": {lean['reason']}"
+    print(line, file=out)
+    for f in cert["failures"]:
+        print(f"FAILED: {f}", file=out)

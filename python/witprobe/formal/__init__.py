@@ -1,0 +1,1 @@
+"""Per-run obligations: the model, rendering to Lean, the reference checker, the Lean runner."""

@@ -1,0 +1,1 @@
+"""Memory classes and the reference codecs whose error is known exactly."""

@@ -1,0 +1,5 @@
+"""The model zoo: loaders for the configurations witprobe certifies (no downloads)."""
+
+from witprobe.models.zoo import MODELS, LoadedModel, ModelSpec, load_model
+
+__all__ = ["MODELS", "LoadedModel", "ModelSpec", "load_model"]

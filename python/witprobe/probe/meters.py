@@ -1,0 +1,161 @@
+"""Meters of the update and read operators: pure torch reference functions.
+
+These functions are the specification: a fused kernel is accepted only if it reproduces them.
+All arithmetic is float64 (inputs are cast), so rounding stays far below the outward margin of
+:mod:`witprobe.calculus.rounding`.
+
+Shapes follow transformers' cache layout: entries ``(batch, kv_heads, seq, dim)``, queries
+``(batch, heads, q_len, dim)`` with ``heads = kv_heads * groups`` (GQA).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+VIOLATION_TOL = 1e-5
+
+
+@dataclass(frozen=True)
+class WitnessBatch:
+    """Per-entry witness of a batch of writes; every tensor has the entries' leading shape.
+
+    Attributes
+    ----------
+    band_norms:
+        ``||Delta_b||`` per band, shape ``(..., bands)``.
+    witness:
+        ``W = sum_b ||Delta_b||``.
+    residual:
+        ``||Delta||`` (the true residual; needs the uncompressed entry, so a reading).
+    x_norm:
+        ``||x||``.
+    """
+
+    band_norms: torch.Tensor
+    witness: torch.Tensor
+    residual: torch.Tensor
+    x_norm: torch.Tensor
+
+
+def band_witness(x: torch.Tensor, x_hat: torch.Tensor, bands: int) -> WitnessBatch:
+    """Band witness of stored entries: ``Delta = x - x_hat`` split into ``bands`` contiguous bands.
+
+    ``W = sum_b ||Delta_b||_2 >= ||Delta||_2`` by the triangle inequality, and
+    ``W <= sqrt(bands) * ||Delta||_2`` by Cauchy-Schwarz.
+    """
+    if x.shape != x_hat.shape:
+        raise ValueError(f"band_witness: shapes differ, x {tuple(x.shape)} vs x_hat {tuple(x_hat.shape)}")
+    d = x.shape[-1]
+    if d % bands:
+        raise ValueError(f"band_witness: {bands} bands do not divide the entry dimension {d}")
+    x64 = x.to(torch.float64)
+    delta = x64 - x_hat.to(torch.float64)
+    bn = delta.reshape(*delta.shape[:-1], bands, d // bands).norm(dim=-1)
+    return WitnessBatch(band_norms=bn, witness=bn.sum(-1), residual=delta.norm(dim=-1), x_norm=x64.norm(dim=-1))
+
+
+def witness_violations(w: WitnessBatch, bands: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Self-check flags: ``W < ||Delta||(1 - tol)`` and ``W > sqrt(bands)||Delta||(1 + tol)``.
+
+    Either flag is an implementation error (the inequalities are theorems); both counts must be 0.
+    """
+    low = w.witness < w.residual * (1 - VIOLATION_TOL)
+    high = w.witness > math.sqrt(bands) * w.residual * (1 + VIOLATION_TOL) + 1e-300
+    return low, high
+
+
+@dataclass(frozen=True)
+class ReadRows:
+    """Per-query-row readings and bounds of one attention read, shape ``(batch, heads, q_len)``.
+
+    ``tv_realized`` needs the uncompressed keys (a reading); the rest is computable at runtime.
+    The three ``*_bound`` tensors are float64 evaluations of the three sound forms, used to
+    compare every row with its realization; certified values are recomputed exactly from the
+    layer maxima by the calculus.
+    """
+
+    tv_realized: torch.Tensor
+    q_coef: torch.Tensor  # scale * ||q||
+    w_max: torch.Tensor  # max W over the keys this row sees
+    c_max: torch.Tensor  # max_t c_t over the keys this row sees
+    eform_excess: torch.Tensor  # E_p'[e^c] - 1
+    plain_bound: torch.Tensor
+    centred_bound: torch.Tensor
+    eform_bound: torch.Tensor
+
+
+def read_rows(
+    query: torch.Tensor,
+    keys_exact: torch.Tensor,
+    keys_served: torch.Tensor,
+    key_band_norms: torch.Tensor,
+    mask: torch.Tensor | None,
+    scaling: float,
+    groups: int,
+) -> ReadRows:
+    """Meter of the read operator for one layer call.
+
+    Parameters
+    ----------
+    query:
+        ``(B, H, Q, D)`` post-RoPE queries.
+    keys_exact, keys_served:
+        ``(B, Hkv, T, D)`` uncompressed and served (compressed) keys.
+    key_band_norms:
+        ``(B, Hkv, T, bands)`` band residual norms recorded at the writes.
+    mask:
+        Additive mask ``(B, 1 or H, Q, T)`` (0 visible, very negative hidden) or ``None``.
+    scaling:
+        Softmax temperature ``scale`` (``head_dim ** -0.5``).
+    groups:
+        Query heads per KV head.
+
+    Math (per row ``r`` and key ``t``; ``p`` exact, ``p'`` served):
+    ``c_t = scale * sum_b ||q_b|| * ||Delta k_{t,b}||``; ``TV = 1/2 sum_t |p_t - p'_t|``;
+    plain ``(e^{2 scale ||q|| max_t W_t} - 1)/2``; centred ``tanh(max_t c_t / 2)``;
+    e-form ``x + x^2/2`` with ``x = sum_t p'_t (e^{c_t} - 1)``.
+    """
+    bands = key_band_norms.shape[-1]
+    d = query.shape[-1]
+    if d % bands:
+        raise ValueError(f"read_rows: {bands} bands do not divide the head dimension {d}")
+    q = query.to(torch.float64)
+    ke = keys_exact.to(torch.float64).repeat_interleave(groups, dim=1)
+    ks = keys_served.to(torch.float64).repeat_interleave(groups, dim=1)
+    bn = key_band_norms.to(torch.float64).repeat_interleave(groups, dim=1)  # B,H,T,bands
+    s_exact = torch.matmul(q, ke.transpose(-1, -2)) * scaling
+    s_served = torch.matmul(q, ks.transpose(-1, -2)) * scaling
+    if mask is not None:
+        if mask.dtype == torch.bool:
+            visible = mask.expand_as(s_exact)
+        else:
+            visible = (mask > torch.finfo(mask.dtype).min / 2).expand_as(s_exact)
+        hidden = torch.full_like(s_exact, -math.inf)
+        s_exact = torch.where(visible, s_exact, hidden)
+        s_served = torch.where(visible, s_served, hidden)
+    else:
+        visible = torch.ones_like(s_exact, dtype=torch.bool)
+    p = torch.softmax(s_exact, dim=-1)
+    ps = torch.softmax(s_served, dim=-1)
+    tv = 0.5 * (p - ps).abs().sum(-1)
+    qb = q.reshape(*q.shape[:-1], bands, d // bands).norm(dim=-1)  # B,H,Q,bands
+    c = torch.einsum("bhqn,bhtn->bhqt", qb, bn) * scaling
+    c = torch.where(visible, c, torch.zeros_like(c))
+    w = bn.sum(-1).unsqueeze(2).expand_as(c)
+    w_max = torch.where(visible, w, torch.zeros_like(w)).amax(-1)
+    c_max = c.amax(-1)
+    q_coef = q.norm(dim=-1) * scaling
+    excess = (ps * torch.expm1(c)).sum(-1)
+    return ReadRows(
+        tv_realized=tv,
+        q_coef=q_coef,
+        w_max=w_max,
+        c_max=c_max,
+        eform_excess=excess,
+        plain_bound=0.5 * torch.expm1(2 * q_coef * w_max),
+        centred_bound=torch.tanh(c_max / 2),
+        eform_bound=excess + 0.5 * excess * excess,
+    )

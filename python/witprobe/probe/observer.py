@@ -1,0 +1,208 @@
+"""The observer: routes every write and read of a witness cache into per-layer accumulators.
+
+Reads are observed through a registered attention function, ``"witprobe"``: transformers passes
+it the post-RoPE queries and the served keys of each layer, so the read meter has the query, the
+served keys, the uncompressed keys and the witnesses together. The function computes attention
+exactly like transformers' eager path (fp32 softmax); metering runs beside it in float64 and does
+not change what the model computes.
+
+The active observer is a context variable, so concurrent requests in threads each see their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+
+import torch
+from torch import nn
+from transformers import AttentionInterface
+from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+from witprobe.probe.accumulators import Accumulator
+from witprobe.probe.meters import WitnessBatch, read_rows, witness_violations
+from witprobe.probe.witness_cache import WitnessCache, WitnessKVLayer
+
+ATTN_IMPLEMENTATION = "witprobe"
+BEATEN_REL_TOL = 1e-9
+BEATEN_ABS_TOL = 1e-15
+FORMS = ("plain", "centred", "eform")
+
+_ACTIVE: contextvars.ContextVar["Observer | None"] = contextvars.ContextVar("witprobe_observer", default=None)
+
+
+class ObserverError(RuntimeError):
+    """The observer saw something it cannot attribute or meter (fail closed)."""
+
+
+def _repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
+    return x if groups == 1 else x.repeat_interleave(groups, dim=1)
+
+
+def eager_attention(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float,
+    dropout: float = 0.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """transformers' eager attention: ``softmax(scale q k^T + mask) v`` with an fp32 softmax."""
+    groups = getattr(module, "num_key_value_groups", 1)
+    k = _repeat_kv(key, groups)
+    v = _repeat_kv(value, groups)
+    w = torch.matmul(query, k.transpose(2, 3)) * scaling
+    if attention_mask is not None:
+        if attention_mask.dtype == torch.bool:
+            w = w.masked_fill(~attention_mask, torch.finfo(w.dtype).min)
+        else:
+            w = w + attention_mask
+    w = nn.functional.softmax(w, dim=-1, dtype=torch.float32).to(query.dtype)
+    w = nn.functional.dropout(w, p=dropout, training=module.training)
+    out = torch.matmul(w, v).transpose(1, 2).contiguous()
+    return out, w
+
+
+_UNSUPPORTED_KWARGS = ("softcap", "s_aux", "sinks")
+
+
+def witprobe_attention(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    **kwargs,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention function registered as ``"witprobe"``: meter the read, then attend eagerly."""
+    for k in _UNSUPPORTED_KWARGS:
+        if kwargs.get(k) is not None:
+            raise ObserverError(f"witprobe attention does not model {k!r}; refusing to meter this layer")
+    if scaling is None:
+        scaling = query.shape[-1] ** -0.5
+    obs = _ACTIVE.get()
+    if obs is not None:
+        obs.observe_read(module, query, key, attention_mask, scaling)
+    return eager_attention(module, query, key, value, attention_mask, scaling, dropout)
+
+
+AttentionInterface.register(ATTN_IMPLEMENTATION, witprobe_attention)
+AttentionMaskInterface.register(ATTN_IMPLEMENTATION, eager_mask)
+
+
+class Observer:
+    """Per-layer write and read accumulators for one witness cache.
+
+    Parameters
+    ----------
+    num_layers:
+        Number of decoder layers (accumulators are created for each).
+    device:
+        Where accumulators live.
+    row_chunk:
+        Query rows metered at once (bounds the float64 working set).
+    """
+
+    def __init__(self, num_layers: int, device: torch.device | str = "cpu", row_chunk: int = 256) -> None:
+        self.num_layers = num_layers
+        self.cache: WitnessCache | None = None
+        self.row_chunk = row_chunk
+        self.write = [Accumulator(device) for _ in range(num_layers)]
+        self.read = [Accumulator(device) for _ in range(num_layers)]
+        self.host_write_calls = [0] * num_layers
+        self.host_read_calls = [0] * num_layers
+
+    def attach(self, cache: WitnessCache) -> WitnessCache:
+        self.cache = cache
+        return cache
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator["Observer"]:
+        """Route witprobe attention calls in this context to this observer."""
+        if self.cache is None:
+            raise ObserverError("observer has no witness cache attached")
+        token = _ACTIVE.set(self)
+        try:
+            yield self
+        finally:
+            _ACTIVE.reset(token)
+
+    # --- update (write) -------------------------------------------------------------------------
+    def record_write(self, layer_idx: int, tensor: str, w: WitnessBatch, bands: int) -> None:
+        acc = self.write[layer_idx]
+        p = "k_" if tensor == "key" else "v_"
+        if tensor == "key":
+            self.host_write_calls[layer_idx] += 1
+        acc.fold(p + "witness", w.witness)
+        acc.fold(p + "residual", w.residual)
+        acc.fold(p + "x_norm", w.x_norm)
+        acc.fold(p + "rel_residual", w.residual / w.x_norm.clamp_min(1e-300))
+        nz = w.residual > 0
+        acc.fold(p + "conservativeness", (w.witness / w.residual.clamp_min(1e-300))[nz])
+        acc.count(p + "zero_residual", ~nz)
+        low, high = witness_violations(w, bands)
+        acc.count(p + "viol_witness_below_residual", low)
+        acc.count(p + "viol_witness_above_sqrt_bands", high)
+
+    # --- read -----------------------------------------------------------------------------------
+    def observe_read(
+        self, module: nn.Module, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None, scaling: float
+    ) -> None:
+        if self.cache is None:
+            raise ObserverError("observer has no witness cache attached")
+        layer_idx = getattr(module, "layer_idx", None)
+        if layer_idx is None or not 0 <= layer_idx < len(self.cache.layers):
+            raise ObserverError(f"attention module {type(module).__name__} has no valid layer_idx ({layer_idx!r})")
+        layer = self.cache.layers[layer_idx]
+        if not isinstance(layer, WitnessKVLayer):
+            raise ObserverError(f"layer {layer_idx} is {type(layer).__name__}, not a witness KV layer")
+        if layer.keys is None or key.shape != layer.keys.shape or key.data_ptr() != layer.keys.data_ptr():
+            raise ObserverError(
+                f"layer {layer_idx}: attention read keys that are not the witness cache's served keys "
+                "(unattributable read)"
+            )
+        self.host_read_calls[layer_idx] += 1
+        groups = query.shape[1] // key.shape[1]
+        acc = self.read[layer_idx]
+        acc.bump("calls", 1)
+        q_len = query.shape[2]
+        for start in range(0, q_len, self.row_chunk):
+            stop = min(q_len, start + self.row_chunk)
+            m = None if mask is None else mask[:, :, start:stop, :]
+            rows = read_rows(
+                query[:, :, start:stop, :], layer.exact_keys, layer.keys, layer.key_band_norms, m, scaling, groups
+            )
+            self._fold_rows(acc, rows)
+
+    @staticmethod
+    def _fold_rows(acc: Accumulator, rows) -> None:
+        tv = rows.tv_realized
+        acc.fold("tv_realized", tv)
+        acc.fold("q_coef", rows.q_coef)
+        acc.fold("w_max", rows.w_max)
+        acc.fold("c_max", rows.c_max)
+        acc.fold("eform_excess", rows.eform_excess)
+        bounds = {"plain": rows.plain_bound, "centred": rows.centred_bound, "eform": rows.eform_bound}
+        best = torch.minimum(torch.minimum(bounds["plain"], bounds["centred"]), bounds["eform"])
+        acc.fold("best_bound", best)
+        acc.count("rows_best_vacuous", best >= 1)
+        for form, b in bounds.items():
+            acc.fold(f"{form}_bound", b)
+            acc.count(f"rows_{form}_vacuous", b >= 1)
+            acc.count(f"rows_{form}_beaten", tv > b * (1 + BEATEN_REL_TOL) + BEATEN_ABS_TOL)
+            ratio = b / tv
+            acc.fold(f"{form}_tightness", ratio[tv > 0])
+        acc.count("rows", torch.ones_like(tv, dtype=torch.bool))
+
+    def snapshot(self) -> dict[str, list]:
+        """Host readback of every accumulator (the only synchronisation)."""
+        return {
+            "write": [a.finalize() for a in self.write],
+            "read": [a.finalize() for a in self.read],
+            "host_write_calls": list(self.host_write_calls),
+            "host_read_calls": list(self.host_read_calls),
+        }
