@@ -55,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from witprobe.certify.measure import DEFAULT_PROMPTS, MeasureConfig, measure
+    from witprobe.certify.measure import DEFAULT_PROMPTS, MeasureConfig, check_compatible, measure
     from witprobe.certify.pipeline import OutputExists, prepare_output, write_run_dir
     from witprobe.certify.progress import Progress
     from witprobe.certify.report import print_summary, print_table
@@ -87,7 +87,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     progress.info(f"loading model {args.model}")
     try:
         loaded = load_model(args.model)
-    except ModelError as e:
+        check_compatible(cfg, loaded)
+    except (ModelError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     progress.info(f"measuring {len(cfg.prompts)} requests with {cfg.codec} ({cfg.bands} bands)")

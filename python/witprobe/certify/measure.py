@@ -52,6 +52,17 @@ class MeasureConfig:
             raise ValueError("prompts must be a nonempty list of nonempty strings")
 
 
+def head_dim_of(config: Any) -> int:
+    return getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+
+
+def check_compatible(cfg: MeasureConfig, loaded: LoadedModel) -> None:
+    """Raise ``ValueError`` naming the problem if the codec cannot apply to this model's entries."""
+    d = head_dim_of(loaded.model.config)
+    if d % cfg.bands:
+        raise ValueError(f"--bands {cfg.bands} does not divide the head dimension {d} of {cfg.model}")
+
+
 def environment() -> dict[str, str]:
     import transformers
 
@@ -75,11 +86,12 @@ def _encode(tokenizer: Any, prompt: str) -> dict[str, torch.Tensor]:
 def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None = None) -> dict[str, Any]:
     """Run every prompt through the witness cache; return the run record (run.json content)."""
     cfg.validate()
+    check_compatible(cfg, loaded)
     progress = progress or Progress(quiet=True)
     model, tok = loaded.model, loaded.tokenizer
     mc = model.config
     num_layers = mc.num_hidden_layers
-    head_dim = getattr(mc, "head_dim", None) or mc.hidden_size // mc.num_attention_heads
+    head_dim = head_dim_of(mc)
     codec = make_codec(cfg.codec, cfg.bands)
     model.set_attn_implementation(ATTN_IMPLEMENTATION)
     observer = Observer(num_layers)

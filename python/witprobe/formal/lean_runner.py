@@ -24,8 +24,8 @@ ALLOWED_AXIOMS = frozenset({"propext", "Classical.choice", "Quot.sound"})
 KERNEL_CHECKED, FAILED, UNCHECKED = "kernel_checked", "failed", "unchecked"
 
 _MSG = re.compile(r"^(?P<file>.*?):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning|info)(?:\(.*?\))?: (?P<text>.*)$")
-_AXIOMS = re.compile(r"^'(?P<name>[^']+)' depends on axioms: \[(?P<axioms>[^\]]*)\]")
-_NO_AXIOMS = re.compile(r"^'(?P<name>[^']+)' does not depend on any axioms")
+_AXIOMS = re.compile(r"'(?P<name>[^'\s]+)' depends on axioms: \[(?P<axioms>[^\]]*)\]")
+_NO_AXIOMS = re.compile(r"'(?P<name>[^'\s]+)' does not depend on any axioms")
 
 
 @dataclass(frozen=True)
@@ -57,40 +57,31 @@ class FileCheck:
 
 
 def parse_output(text: str) -> tuple[list[LeanMessage], dict[str, list[str]]]:
-    """Messages and ``#print axioms`` results from Lean's output."""
+    """Messages (``file:line:col: severity: text`` plus continuation lines) and ``#print axioms``
+    reports (possibly wrapped over several lines) from Lean's output."""
     messages: list[LeanMessage] = []
-    axioms: dict[str, list[str]] = {}
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
+    current: dict | None = None
+    for line in text.splitlines():
         m = _MSG.match(line)
         if m:
-            body = [m.group("text")]
-            j = i + 1
-            while j < len(lines) and not _MSG.match(lines[j]) and not lines[j].startswith("'"):
-                body.append(lines[j])
-                j += 1
-            messages.append(LeanMessage(int(m.group("line")), int(m.group("col")), m.group("sev"), "\n".join(body)))
-            inner = "\n".join(body)
-            _collect_axioms(inner, axioms)
-            i = j
-            continue
-        _collect_axioms(line, axioms)
-        i += 1
+            if current:
+                messages.append(LeanMessage(**current))
+            current = {"line": int(m.group("line")), "col": int(m.group("col")), "severity": m.group("sev"),
+                       "text": m.group("text")}
+        elif current is not None and not line.startswith("'"):
+            current["text"] += "\n" + line
+        else:
+            if current:
+                messages.append(LeanMessage(**current))
+            current = None
+    if current:
+        messages.append(LeanMessage(**current))
+    axioms: dict[str, list[str]] = {}
+    for m in _AXIOMS.finditer(text):
+        axioms[m.group("name")] = [a.strip() for a in m.group("axioms").split(",") if a.strip()]
+    for m in _NO_AXIOMS.finditer(text):
+        axioms[m.group("name")] = []
     return messages, axioms
-
-
-def _collect_axioms(text: str, into: dict[str, list[str]]) -> None:
-    flat = " ".join(text.split())
-    for piece in re.split(r"(?=')", flat):
-        m = _AXIOMS.match(piece)
-        if m:
-            into[m.group("name")] = [a.strip() for a in m.group("axioms").split(",") if a.strip()]
-            continue
-        m = _NO_AXIOMS.match(piece)
-        if m:
-            into[m.group("name")] = []
 
 
 def audit_axioms(axioms: list[str]) -> list[str]:

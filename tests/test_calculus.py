@@ -1,0 +1,180 @@
+"""The contract calculus: composition algebra, metric typing, tiers, registry, bounds vs readings."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from witprobe.calculus import (
+    Bound,
+    Chain,
+    Contract,
+    Metric,
+    MetricError,
+    MetricMismatch,
+    Reading,
+    Tier,
+    TierRegistry,
+    UnregisteredMetric,
+    compose,
+    meet,
+    meet_all,
+)
+from witprobe.calculus.contracts import bridge, empirical_bridge, identity
+from witprobe.calculus.registry import DEFAULT_REGISTRY
+
+M = [Metric("m", f"u{i}", "site") for i in range(4)]
+fracs = st.fractions(min_value=0, max_value=50, max_denominator=64)
+tiers = st.sampled_from(list(Tier))
+deltas = st.fractions(min_value=0, max_value=Fraction(1, 10), max_denominator=1000)
+
+
+def contract(i: int, a: Fraction, b: Fraction, d: Fraction = Fraction(0), t: Tier = Tier.CERTIFIED) -> Contract:
+    return Contract(name=f"c{i}", m_in=M[i], m_out=M[i + 1], a=a, b=b, delta=d, tier=t)
+
+
+@given(fracs, fracs, fracs, fracs, fracs, fracs)
+def test_composition_coefficients_are_associative(a1, b1, a2, b2, a3, b3):
+    c1, c2, c3 = contract(0, a1, b1), contract(1, a2, b2), contract(2, a3, b3)
+    left = compose(c3, compose(c2, c1))
+    right = compose(compose(c3, c2), c1)
+    assert (left.a, left.b) == (right.a, right.b)
+    assert left.a == a3 * a2 * a1
+    assert left.b == a3 * (a2 * b1 + b2) + b3
+
+
+@given(fracs, fracs)
+def test_identity_contract_is_neutral(a, b):
+    c = contract(0, a, b)
+    for composed in (compose(identity(M[1]), c), compose(c, identity(M[0]))):
+        assert (composed.a, composed.b, composed.m_in, composed.m_out) == (c.a, c.b, c.m_in, c.m_out)
+
+
+@given(deltas, deltas, deltas)
+def test_deltas_add(d1, d2, d3):
+    chain = Chain.start(contract(0, Fraction(1), Fraction(0), d1)).then(contract(1, Fraction(1), Fraction(0), d2))
+    chain = chain.then(contract(2, Fraction(1), Fraction(0), d3))
+    assert chain.compose().delta == d1 + d2 + d3
+    assert chain.delta == d1 + d2 + d3
+
+
+@given(tiers, tiers, tiers)
+def test_tier_is_the_meet(t1, t2, t3):
+    c = compose(contract(1, Fraction(1), Fraction(0), t=t2), contract(0, Fraction(1), Fraction(0), t=t1))
+    assert c.tier == meet(t2, t1)
+    assert c.tier.rank <= min(t1.rank, t2.rank)
+    assert meet(meet(t1, t2), t3) == meet(t1, meet(t2, t3)) == meet_all([t1, t2, t3])
+    assert meet(t1, t2) == meet(t2, t1)
+    assert meet(t1, t1) == t1
+
+
+@given(fracs, fracs, fracs, fracs, st.fractions(min_value=0, max_value=10, max_denominator=32))
+def test_composite_bound_equals_stagewise_bound(a1, b1, a2, b2, e):
+    c1, c2 = contract(0, a1, b1), contract(1, a2, b2)
+    assert compose(c2, c1).bound(e) == c2.bound(c1.bound(e))
+
+
+def test_metric_mismatch_raises():
+    store = Contract("store", "entry:l2@write", "entry:l2@read", 1, Fraction(3, 100))
+    select = Contract("select", "selector_dist:tv@select", "selector_dist:tv@select", 1, Fraction(1, 100))
+    with pytest.raises(MetricMismatch, match="entry:l2@read"):
+        compose(select, store)
+    with pytest.raises(MetricMismatch):
+        Chain.start(store).then(select)
+
+
+def test_same_value_different_site_is_a_different_type():
+    a = Contract("a", "score:linf@read", "score:linf@write", 1, 0)
+    b = Contract("b", "score:linf@read", "attn_dist:tv@read", 1, 0)
+    with pytest.raises(MetricMismatch):
+        compose(b, a)
+
+
+def test_floats_must_be_rounded_outward_first():
+    with pytest.raises(TypeError, match="rounding.up"):
+        Contract("c", M[0], M[1], 0.5, 0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="nonnegative"):
+        Contract("c", M[0], M[1], Fraction(-1), 0)
+
+
+def test_bridges_need_a_proof_unless_empirical():
+    with pytest.raises(ValueError, match="Lean theorem"):
+        bridge("b", M[0], M[1], 1, 0, "")
+    with pytest.raises(ValueError, match="change the metric"):
+        Contract("b", M[0], M[0], 1, 0, proofs=("X.y",), is_bridge=True)
+    with pytest.raises(ValueError, match="Lean declaration name"):
+        bridge("b", M[0], M[1], 1, 0, "not a name; sorry")
+    e = empirical_bridge("rho", M[0], M[1], Fraction(218, 100), 0, measured_on="truncation sets", applied_to="swap sets")
+    assert e.tier is Tier.EMPIRICAL and "truncation sets" in e.note
+    with pytest.raises(ValueError, match="measured_on"):
+        empirical_bridge("rho", M[0], M[1], 1, 0, measured_on=" ", applied_to="x")
+
+
+def test_empirical_bridge_drops_the_chain_tier():
+    cert = bridge("b", M[0], M[1], 1, 0, "Witprobe.osc_le_two_linf")
+    emp = empirical_bridge("rho", M[1], M[2], 2, 0, measured_on="a", applied_to="b")
+    assert Chain.start(cert).then(emp).tier is Tier.EMPIRICAL
+
+
+def test_source_only_stage_cannot_follow_another():
+    src = bridge("src", M[1], M[2], 0, 1, "X.y", source_only=True)
+    with pytest.raises(ValueError, match="exact input"):
+        Chain.start(contract(0, Fraction(1), Fraction(0))).then(src)
+    with pytest.raises(ValueError, match="e_in must be 0"):
+        Chain.start(src).evaluate(Fraction(1, 2))
+    assert Chain.start(src).evaluate(0).bound == 1
+
+
+def test_metric_parsing():
+    m = Metric.parse("attn_dist:tv@read")
+    assert (m.object, m.metric, m.site) == ("attn_dist", "tv", "read")
+    assert str(m) == "attn_dist:tv@read" and m.lean_name == "attnDistTvRead"
+    for bad in ("attn_dist:tv", "Attn:tv@read", "a:b@c d", "a:b@c\n--", ""):
+        with pytest.raises(MetricError):
+            Metric.parse(bad)
+
+
+def test_unregistered_metric_is_a_hard_error():
+    reg = TierRegistry()
+    with pytest.raises(UnregisteredMetric, match="not registered"):
+        reg.require("entry:l2@write")
+    with pytest.raises(UnregisteredMetric):
+        Bound(Metric.parse("nowhere:x@y"), Fraction(1, 10), Tier.CERTIFIED)
+    with pytest.raises(UnregisteredMetric):
+        Reading(Metric.parse("nowhere:x@y"), 0.1)
+
+
+def test_registry_entries_state_a_reason_and_readings_stay_empirical():
+    assert len(DEFAULT_REGISTRY) > 0
+    for e in DEFAULT_REGISTRY:
+        assert e.reason.strip()
+        if e.kind == "reading":
+            assert e.tier is Tier.EMPIRICAL
+    with pytest.raises(ValueError, match="reading can only be empirical"):
+        TierRegistry().register("a:b@c", Tier.CERTIFIED, "why", "reading")
+    with pytest.raises(ValueError, match="twice"):
+        reg = TierRegistry()
+        reg.register("a:b@c", Tier.CERTIFIED, "why", "bound")
+        reg.register("a:b@c", Tier.CERTIFIED, "why", "bound")
+
+
+def test_a_reading_cannot_pose_as_a_bound():
+    with pytest.raises(TypeError, match="reading"):
+        Bound(Metric.parse("attn_dist:tv_realized@read"), Fraction(1, 100), Tier.EMPIRICAL)
+    r = Reading(Metric.parse("entry:rel_residual@write"), 0.008, "mean")
+    assert r.tier is Tier.EMPIRICAL
+    with pytest.raises(ValueError, match="statistic"):
+        Reading(Metric.parse("entry:rel_residual@write"), 0.008, "typical")
+    reg = TierRegistry()
+    reg.register("sel:mass@select", Tier.PARTIAL, "rank-prefix subset only", "bound")
+    with pytest.raises(ValueError, match="at most partial"):
+        Bound(Metric.parse("sel:mass@select"), Fraction(1, 10), Tier.CERTIFIED, registry=reg)
+
+
+def test_vacuous_tv_bound_is_flagged():
+    assert Bound(Metric.parse("attn_dist:tv@read"), Fraction(1), Tier.CERTIFIED).vacuous
+    assert not Bound(Metric.parse("attn_dist:tv@read"), Fraction(99, 100), Tier.CERTIFIED).vacuous
+    assert not Bound(Metric.parse("score:linf@read"), Fraction(3), Tier.CERTIFIED).vacuous

@@ -1,0 +1,169 @@
+"""End to end on SmolLM2 (real weights): `certify run`, the certificate's tiers, `certify check`."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from witprobe.certify.cli import main
+from witprobe.certify.derive import derive
+from witprobe.formal.lean_runner import find_toolchain
+
+LEAN, LEAN_WHY = find_toolchain()
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory, smollm2):
+    out = tmp_path_factory.mktemp("certify") / "smollm2-int8"
+    import io
+    from contextlib import redirect_stdout
+
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        code = main(["run", "--out", str(out), "--max-new-tokens", "12", "--quiet"])
+    return out, code, buf.getvalue()
+
+
+def test_run_exits_zero_and_writes_the_three_artifacts(run_dir):
+    out, code, stdout = run_dir
+    assert code == 0, stdout
+    for name in ("run.json", "certificate.json", "obligations/run.lean"):
+        assert (out / name).is_file(), name
+    cert = json.loads((out / "certificate.json").read_text())
+    assert cert["schema"] == "witprobe-certificate/1"
+    assert cert["summary"]["verdict"] == "pass"
+
+
+def test_self_checks_are_zero_and_no_bound_is_beaten(run_dir):
+    out, _, _ = run_dir
+    cert = json.loads((out / "certificate.json").read_text())
+    assert cert["failures"] == []
+    assert {k: v["count"] for k, v in cert["self_checks"].items()} == {k: 0 for k in cert["self_checks"]}
+    for c in cert["claims"]:
+        for form in c["forms"].values():
+            assert not form["beaten_by_realized"]
+        assert float(c["bound"]["decimal_up"]) >= c["realized_tv_max"]
+
+
+def test_int8_certified_bound_is_below_one_on_every_layer_and_plain_form_is_vacuous(run_dir):
+    out, _, _ = run_dir
+    cert = json.loads((out / "certificate.json").read_text())
+    assert len(cert["claims"]) == 30
+    assert all(not c["vacuous"] and float(c["bound"]["decimal_up"]) < 1 for c in cert["claims"])
+    plain_vacuous = sum(c["forms"]["plain"]["vacuous"] for c in cert["claims"])
+    assert plain_vacuous >= 15, "the paper's plain form should be vacuous on most layers at int8"
+    # the claimed form is the tightest non-vacuous one
+    for c in cert["claims"]:
+        bounds = {f: float(v["bound"]["decimal_up"]) for f, v in c["forms"].items() if not v["vacuous"]}
+        assert c["form"] == min(bounds, key=bounds.get)
+
+
+@pytest.mark.skipif(LEAN is not None, reason="a Lean toolchain is present; this checks the no-Lean demotion")
+def test_without_lean_every_claim_is_empirical_with_the_reason(run_dir):
+    out, _, stdout = run_dir
+    cert = json.loads((out / "certificate.json").read_text())
+    assert cert["lean"]["status"] == "unavailable"
+    for c in cert["claims"]:
+        assert c["registered_tier"] == "certified"
+        assert c["lean_status"] == "unchecked"
+        assert c["tier"] == "empirical"
+        assert "not kernel-checked" in c["tier_reason"] and "no Lean toolchain" in c["tier_reason"]
+    assert all(o["status"] == "unchecked" for o in cert["obligations"])
+    assert "0/" in stdout and "obligations kernel-checked" in stdout
+
+
+def test_table_prints_conservativeness_and_tightness_per_layer(run_dir):
+    _, _, stdout = run_dir
+    header = next(line for line in stdout.splitlines() if line.strip().startswith("layer"))
+    assert "W/|D|" in header and "tight" in header and "TV real" in header
+    rows = [line for line in stdout.splitlines() if line[:5].strip().isdigit()]
+    assert len(rows) == 30
+    for row in rows:
+        cols = row.split()
+        assert 1.0 <= float(cols[2]) <= 2.0  # W/||Delta|| lies in [1, sqrt(4 bands)]
+        assert float(cols[9]) >= 1.0  # tightness = bound / realized
+
+
+@pytest.mark.skipif(LEAN is not None, reason="a Lean toolchain is present")
+def test_lean_required_without_toolchain_exits_3(tmp_path, capsys):
+    assert main(["run", "--out", str(tmp_path / "r"), "--lean", "required", "--quiet"]) == 3
+    assert "no Lean toolchain" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
+def test_usage_errors_exit_2(tmp_path, run_dir, capsys):
+    out, _, _ = run_dir
+    with pytest.raises(SystemExit) as e:
+        main(["run", "--codec", "int9"])
+    assert e.value.code == 2
+    assert main(["run", "--out", str(out), "--quiet"]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert main(["run", "--out", str(tmp_path / "x"), "--max-new-tokens", "0", "--quiet"]) == 2
+    assert main(["run", "--out", str(tmp_path / "y"), "--bands", "3", "--quiet"]) == 2
+
+
+def test_check_accepts_the_untouched_run(run_dir, capsys):
+    out, _, _ = run_dir
+    assert main(["check", str(out)]) == 0
+    assert "check: ok" in capsys.readouterr().out
+
+
+def _edit_json(path: Path, edit) -> None:
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data, sort_keys=True, indent=1) + "\n")
+
+
+EDITS = {
+    "run.json: a measured maximum": ("run.json", lambda d: d["layers"][3]["read"]["c_max"].__setitem__("max", d["layers"][3]["read"]["c_max"]["max"] * 1.5), "run.json sha256"),
+    "run.json: the codec": ("run.json", lambda d: d["config"].__setitem__("codec", "int4"), "run.json sha256"),
+    "run.json: a self-check counter": ("run.json", lambda d: d["layers"][0]["write"].__setitem__("k_viol_witness_below_residual", 1), "self_checks"),
+    "certificate.json: a tier": ("certificate.json", lambda d: d["claims"][0].__setitem__("tier", "certified"), "claims[0].tier"),
+    "certificate.json: a bound": ("certificate.json", lambda d: d["claims"][5]["bound"].__setitem__("decimal_up", "0.010000"), "claims[5].bound.decimal_up"),
+    "certificate.json: the Lean reason": ("certificate.json", lambda d: d["lean"].__setitem__("reason", "checked elsewhere"), "lean.reason"),
+    "certificate.json: an obligation status": ("certificate.json", lambda d: d["obligations"][0].__setitem__("status", "kernel_checked"), "obligations[0]"),
+    "certificate.json: a reading": ("certificate.json", lambda d: d["readings"][2].__setitem__("tv_realized_max", 0.0), "readings[2].tv_realized_max"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(EDITS))
+def test_check_rejects_single_field_edits(run_dir, tmp_path, capsys, what):
+    out, _, _ = run_dir
+    target, edit, expect = EDITS[what]
+    copy_dir = tmp_path / "edited"
+    shutil.copytree(out, copy_dir)
+    _edit_json(copy_dir / target, edit)
+    assert main(["check", str(copy_dir)]) == 1
+    report = capsys.readouterr().out
+    assert "DIFFERS" in report and expect in report, report
+
+
+def test_check_rejects_an_edited_obligation_file(run_dir, tmp_path, capsys):
+    out, _, _ = run_dir
+    copy_dir = tmp_path / "edited"
+    shutil.copytree(out, copy_dir)
+    lean = copy_dir / "obligations" / "run.lean"
+    text = lean.read_text()
+    i = text.index("claim := ") + len("claim := ")
+    lean.write_text(text[:i] + ("1" if text[i] != "1" else "2") + text[i + 1:])
+    assert main(["check", str(copy_dir)]) == 1
+    assert "obligations/run.lean differs" in capsys.readouterr().out
+
+
+def test_derive_fails_a_run_whose_bound_is_beaten(run_dir):
+    out, _, _ = run_dir
+    run = json.loads((out / "run.json").read_text())
+    ok = derive(run)
+    assert ok.failures == []
+    bad = copy.deepcopy(run)
+    bad["layers"][7]["read"]["tv_realized"]["max"] = 0.99
+    d = derive(bad)
+    assert any("layer 7" in f and "beaten" in f for f in d.failures)
+    bad = copy.deepcopy(run)
+    bad["layers"][4]["read"]["rows"] = 0
+    assert any("layer 4" in f and "coverage" in f for f in derive(bad).failures)

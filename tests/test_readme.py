@@ -1,0 +1,29 @@
+"""The README's two set-up commands, and `.ci/run` calling the test command verbatim."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _commands() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Set up and run", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```\n(.+?)\n```", section, flags=re.S)
+
+
+def test_readme_has_exactly_two_setup_commands():
+    cmds = _commands()
+    assert len(cmds) == 2 and all("\n" not in c for c in cmds)
+    run, test = cmds
+    for c in cmds:
+        assert c.startswith("python3 -m pip install torch==2.13.0 && "), "torch must be pinned first"
+    assert run.endswith("python3 -m witprobe.certify run")
+    assert "pytest" in test
+
+
+def test_ci_runs_the_readme_test_command_last():
+    ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
+    assert ci[-1] == _commands()[1]

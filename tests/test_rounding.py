@@ -1,0 +1,72 @@
+"""Outward rounding: every rational bound is at or above the real value it stands for."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from witprobe.calculus import rounding
+from witprobe.calculus.contracts import TransferKind, transfer_check_units
+
+
+@given(st.floats(min_value=0, max_value=1e6, allow_nan=False))
+def test_up_is_an_upper_bound(x):
+    assert rounding.up(x) >= Fraction(x)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -1e-300, -1.0])
+def test_up_refuses_nonfinite_and_negative(bad):
+    with pytest.raises(rounding.RoundingError):
+        rounding.up(bad)
+
+
+@given(st.fractions(min_value=0, max_value=1000, max_denominator=10**6))
+def test_units_round_up(x):
+    u = rounding.to_units_up(x)
+    assert rounding.from_units(u) >= x > rounding.from_units(u - 1) or (x == 0 and u == 0)
+
+
+@given(st.fractions(min_value=0, max_value=20, max_denominator=2**20))
+def test_exp_upper_bounds_exp_tightly(t):
+    e = rounding.exp_upper(t)
+    assert float(e) >= math.exp(float(t)) * (1 - 1e-15)
+    # (1 - t/N)^(-N) overshoots e^t by about t^2/(2N)
+    assert float(e) <= math.exp(float(t)) * math.exp(float(t) ** 2 / 1024 + 1e-12) + 2.0**-47
+
+
+def test_exp_upper_is_the_least_accepted_witness():
+    for t_num, t_den in [(0, 1), (1, 3), (7, 2), (1000, 1)]:
+        e = rounding.exp_upper_units(t_num, t_den)
+        assert rounding.exp_upper_ok(t_num, t_den, e)
+        assert not rounding.exp_upper_ok(t_num, t_den, e - 1)
+    with pytest.raises(rounding.RoundingError, match="range"):
+        rounding.exp_upper_units(1024, 1)
+    assert not rounding.exp_upper_ok(1024, 1, 10**400)
+
+
+@given(st.integers(min_value=0, max_value=8 * rounding.UNIT))
+def test_transfer_steps_bound_the_real_functions(u):
+    x = u / rounding.UNIT
+    for kind, f in [
+        (TransferKind.SOFTMAX_TV, lambda x: (math.exp(2 * x) - 1) / 2),
+        (TransferKind.CENTRED_TV, lambda x: math.tanh(x / 4)),
+        (TransferKind.EFORM_TV, lambda x: x + x * x / 2),
+    ]:
+        v, aux = kind.step_units(u)
+        assert transfer_check_units(kind, u, v, aux)
+        assert v / rounding.UNIT >= f(x) * (1 - 1e-12)
+        if v > 0:
+            assert not transfer_check_units(kind, u, v - 1, aux) or kind is TransferKind.SOFTMAX_TV and aux <= 2 * (v - 1) + rounding.UNIT
+
+
+def test_decimal_display_rounds_up():
+    assert rounding.decimal_up(Fraction(1, 3), 4) == "0.3334"
+    assert rounding.decimal_up(Fraction(1, 4), 2) == "0.25"
+    assert rounding.parse_fraction(rounding.fraction_text(Fraction(-7, 9))) == Fraction(-7, 9)
+    for bad in ("1/0", "a/b", "1.5", "1/2/3"):
+        with pytest.raises(ValueError):
+            rounding.parse_fraction(bad)
