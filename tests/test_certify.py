@@ -167,3 +167,9 @@ def test_derive_fails_a_run_whose_bound_is_beaten(run_dir):
     bad = copy.deepcopy(run)
     bad["layers"][4]["read"]["rows"] = 0
     assert any("layer 4" in f and "coverage" in f for f in derive(bad).failures)
+
+
+def test_frozen_artifact_re_derives(capsys):
+    """The committed SmolLM2 run re-derives byte for byte (no model needed)."""
+    art = Path(__file__).resolve().parents[1] / "artifacts" / "smollm2-int8"
+    assert main(["check", str(art)]) == 0, capsys.readouterr().out

@@ -67,6 +67,9 @@ def write_run_dir(run: dict[str, Any], out: Path, lean_mode: str, force: bool = 
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         produced = produce(run, lean_mode, tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp creates 0700; the run directory is ordinary output
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)
