@@ -11,6 +11,8 @@ a test keeps the two lists equal.
 |---|---|
 | `entryL2Write` | `entry:l2@write` |
 | `entryL2Read` | `entry:l2@read` |
+| `latentL2Write` | `latent:l2@write` |
+| `latentL2Read` | `latent:l2@read` |
 | `scoreLinfRead` | `score:linf@read` |
 | `scoreOscRead` | `score:osc@read` |
 | `scoreEformExcessRead` | `score:eform_excess@read` |
@@ -23,6 +25,8 @@ namespace Witprobe
 inductive Metric where
   | entryL2Write
   | entryL2Read
+  | latentL2Write
+  | latentL2Read
   | scoreLinfRead
   | scoreOscRead
   | scoreEformExcessRead

@@ -122,7 +122,7 @@ def _edit_json(path: Path, edit) -> None:
 EDITS = {
     "run.json: a measured maximum": ("run.json", lambda d: d["layers"][3]["read"]["c_max"].__setitem__("max", d["layers"][3]["read"]["c_max"]["max"] * 1.5), "run.json sha256"),
     "run.json: the codec": ("run.json", lambda d: d["config"].__setitem__("codec", "int4"), "run.json sha256"),
-    "run.json: a self-check counter": ("run.json", lambda d: d["layers"][0]["write"].__setitem__("k_viol_witness_below_residual", 1), "self_checks"),
+    "run.json: a self-check counter": ("run.json", lambda d: d["layers"][0]["write"].__setitem__("key_viol_witness_below_residual", 1), "self_checks"),
     "certificate.json: a tier": ("certificate.json", lambda d: d["claims"][0].__setitem__("tier", "certified"), "claims[0].tier"),
     "certificate.json: a bound": ("certificate.json", lambda d: d["claims"][5]["bound"].__setitem__("decimal_up", "0.010000"), "claims[5].bound.decimal_up"),
     "certificate.json: the Lean reason": ("certificate.json", lambda d: d["lean"].__setitem__("reason", "checked elsewhere"), "lean.reason"),

@@ -5,55 +5,87 @@ the softmax bridges are monotone :class:`~witprobe.calculus.contracts.Transfer` 
 Theorem names prefixed ``Witprobe.`` live in the core library (``Witprobe/``), those prefixed
 ``WitprobeAnalytic.`` in the optional Mathlib package (``analytic/``); a test checks that every
 name cited here is declared in one of them.
+
+The storage and score bridges depend on the memory class: a dense KV entry's residual reaches the
+logits through the query (``scale * ||q||``), a latent residual through the effective query
+``u = W_UK^T q_nope`` (and the rope key through ``q_pe``). They are different metrics
+(``entry:l2`` versus ``latent:l2``), so a latent storage bound cannot be fed to the dense score
+bridge: that composition raises :class:`~witprobe.calculus.contracts.MetricMismatch`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 
 from witprobe.calculus.contracts import Contract, Transfer, TransferKind, bridge
 from witprobe.calculus.metrics import Metric
 
-ENTRY_WRITE = Metric("entry", "l2", "write")
-ENTRY_READ = Metric("entry", "l2", "read")
 SCORE_LINF = Metric("score", "linf", "read")
 SCORE_OSC = Metric("score", "osc", "read")
 SCORE_EFORM = Metric("score", "eform_excess", "read")
 ATTN_TV = Metric("attn_dist", "tv", "read")
-
-STORAGE_PROOF = "WitprobeAnalytic.band_witness_ge_residual"
-SCORE_PROOF = "WitprobeAnalytic.score_bridge"
-BANDED_SCORE_PROOF = "WitprobeAnalytic.score_bridge_banded"
 OSC_PROOF = "Witprobe.osc_le_two_linf"
 
 
-def storage_contract(w_max: Fraction) -> Contract:
+@dataclass(frozen=True)
+class EntrySpec:
+    """Metrics and theorems of one stored-entry kind (dense KV entry or MLA latent)."""
+
+    name: str
+    write: Metric
+    read: Metric
+    storage_proof: str
+    score_proof: str
+    banded_proof: str
+
+
+DENSE_KV = EntrySpec(
+    name="dense_kv",
+    write=Metric("entry", "l2", "write"),
+    read=Metric("entry", "l2", "read"),
+    storage_proof="WitprobeAnalytic.band_witness_ge_residual",
+    score_proof="WitprobeAnalytic.score_bridge",
+    banded_proof="WitprobeAnalytic.score_bridge_banded",
+)
+
+LATENT = EntrySpec(
+    name="latent",
+    write=Metric("latent", "l2", "write"),
+    read=Metric("latent", "l2", "read"),
+    storage_proof="WitprobeAnalytic.band_witness_ge_residual",
+    score_proof="WitprobeAnalytic.latent_score_bridge",
+    banded_proof="WitprobeAnalytic.latent_score_bridge_banded",
+)
+
+ENTRY_SPECS = {s.name: s for s in (DENSE_KV, LATENT)}
+
+
+def storage_contract(w_max: Fraction, spec: EntrySpec = DENSE_KV) -> Contract:
     """Update stage ``(1, W)``: ``||x_read - x|| <= e_in + W`` with ``W = max_t sum_b ||Delta_{t,b}||``.
 
     ``e_in`` is the error the entry already carried when written (0 for the model's own values).
+    For a latent entry, ``W`` sums the latent and rope-key witnesses.
     """
-    return Contract(
-        name="store", m_in=ENTRY_WRITE, m_out=ENTRY_READ, a=Fraction(1), b=w_max,
-        proofs=(STORAGE_PROOF,),
-    )
+    return Contract(name="store", m_in=spec.write, m_out=spec.read, a=Fraction(1), b=w_max,
+                    proofs=(spec.storage_proof,))
 
 
-def score_bridge(q_coef: Fraction) -> Contract:
-    """Score bridge ``|scale<q,k> - scale<q,k'>| <= scale*||q||*||k - k'||`` (Cauchy-Schwarz).
+def score_bridge(q_coef: Fraction, spec: EntrySpec = DENSE_KV) -> Contract:
+    """Score bridge ``|Delta s| <= q_coef * ||Delta entry||`` (Cauchy-Schwarz).
 
-    ``q_coef`` is ``scale * max ||q||`` over the query rows of the layer.
+    Dense KV: ``q_coef = scale * max ||q||``. Latent: ``q_coef = scale * max(||u||, ||q_pe||)``.
     """
-    return bridge("score_bridge", ENTRY_READ, SCORE_LINF, q_coef, 0, SCORE_PROOF)
+    return bridge("score_bridge", spec.read, SCORE_LINF, q_coef, 0, spec.score_proof)
 
 
-def banded_score_bridge(q_coef: Fraction, c_max: Fraction) -> Contract:
-    """Per-key, per-band score bridge fused with storage: ``(scale*||q||, C)``.
+def banded_score_bridge(q_coef: Fraction, c_max: Fraction, spec: EntrySpec = DENSE_KV) -> Contract:
+    """Per-key, per-band score bridge fused with storage: ``(q_coef, C)``.
 
-    ``|Delta s_t| <= scale*||q||*e_in + c_t`` with ``c_t = scale * sum_b ||q_b|| * ||Delta k_{t,b}||``
-    (Cauchy-Schwarz on each band, then the triangle inequality), and ``C = max`` of ``c_t`` over
-    the rows and keys of the layer.
+    ``|Delta s_t| <= q_coef * e_in + c_t`` with ``c_t = scale * sum_b ||q_b|| * ||Delta k_{t,b}||``
+    (per component for a latent), and ``C = max`` of ``c_t`` over the rows and keys of the layer.
     """
-    return bridge("banded_score_bridge", ENTRY_WRITE, SCORE_LINF, q_coef, c_max, BANDED_SCORE_PROOF)
+    return bridge("banded_score_bridge", spec.write, SCORE_LINF, q_coef, c_max, spec.banded_proof)
 
 
 def osc_bridge() -> Contract:
@@ -61,15 +93,13 @@ def osc_bridge() -> Contract:
     return bridge("osc_bridge", SCORE_LINF, SCORE_OSC, 2, 0, OSC_PROOF)
 
 
-def eform_moment(excess_max: Fraction) -> Contract:
+def eform_moment(excess_max: Fraction, spec: EntrySpec = DENSE_KV) -> Contract:
     """Source stage of the e-form: ``E_{p'}[e^{c}] - 1 <= x`` at the exact input.
 
     The moment is taken under the served distribution ``p'``; it has no sound gain for upstream
     error, so the stage is ``source_only``.
     """
-    return bridge(
-        "eform_moment", ENTRY_WRITE, SCORE_EFORM, 0, excess_max, BANDED_SCORE_PROOF, source_only=True
-    )
+    return bridge("eform_moment", spec.write, SCORE_EFORM, 0, excess_max, spec.banded_proof, source_only=True)
 
 
 def softmax_tv() -> Transfer:
@@ -89,7 +119,9 @@ def eform_tv() -> Transfer:
 
 def cited_proofs() -> tuple[str, ...]:
     """Every theorem name this catalogue cites (for the Lean cross-check test)."""
-    names: list[str] = [STORAGE_PROOF, SCORE_PROOF, BANDED_SCORE_PROOF, OSC_PROOF]
+    names: list[str] = [OSC_PROOF]
+    for spec in ENTRY_SPECS.values():
+        names.extend([spec.storage_proof, spec.score_proof, spec.banded_proof])
     for kind in TransferKind:
         names.extend(kind.proofs)
     return tuple(dict.fromkeys(names))

@@ -108,6 +108,13 @@ _DEFAULT: list[tuple[str, Tier, str, str, bool]] = [
      "not a bound", "reading", False),
     ("entry:conservativeness@write", E, "W/||Delta|| (how loose the witness is) needs the true residual: "
      "a diagnostic reading", "reading", False),
+    ("latent:l2@write", C, "error of a written MLA latent (and rope key) against the value the model "
+     "computed; 0 at the write (the chain's exact input)", "bound", True),
+    ("latent:l2@read", C, "latent storage contract: the band witness of the latent plus that of the rope key "
+     "bounds the residual of the stored pair; recorded per entry at the write and self-checked", "bound", True),
+    ("latent:band_witness@write", C, "W = sum_b ||Delta c_b|| + sum_b ||Delta k_pe,b|| from the codec's own "
+     "residual; triangle inequality, self-checked per entry", "bound", False),
+    ("latent:rel_residual@write", E, "||Delta c||/||c|| needs the uncompressed latent: a reading", "reading", False),
     # --- Read side ----------------------------------------------------------------------------
     ("query:l2@read", C, "scale*||q|| measured exactly on the query at the read: the gain of the score bridge",
      "coefficient", False),

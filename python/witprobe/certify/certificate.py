@@ -18,7 +18,7 @@ from typing import Any
 
 from witprobe.calculus import rounding
 from witprobe.calculus.tiers import Tier
-from witprobe.certify.derive import SELF_CHECK_COUNTERS, Claim, Derivation
+from witprobe.certify.derive import Claim, Derivation, self_check_meaning
 from witprobe.formal import lean_runner
 from witprobe.formal.lean_runner import KERNEL_CHECKED, UNCHECKED, ObligationStatus
 from witprobe.formal.obligations import ChainObligation
@@ -159,7 +159,7 @@ def assemble(
     """The certificate dictionary."""
     claims = [claim_json(c, outcome.statuses) for c in deriv.claims]
     self_checks = {
-        k: {"count": v, "ok": v == 0, "meaning": SELF_CHECK_COUNTERS[k]} for k, v in sorted(deriv.self_checks.items())
+        k: {"count": v, "ok": v == 0, "meaning": self_check_meaning(k)} for k, v in sorted(deriv.self_checks.items())
     }
     tiers = {t.value: sum(1 for c in claims if c["tier"] == t.value) for t in Tier}
     ok = not deriv.failures and all(v["ok"] for v in self_checks.values())

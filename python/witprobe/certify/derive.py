@@ -14,6 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from witprobe.calculus import rounding
+from witprobe.calculus.bridges import ENTRY_SPECS
 from witprobe.calculus.chains import FORMS, ReadInputs, read_chain
 from witprobe.calculus.metrics import Metric
 from witprobe.calculus.registry import DEFAULT_REGISTRY, TierRegistry
@@ -22,17 +23,32 @@ from witprobe.formal.obligations import ChainObligation, reference_check
 
 ATTN_TV = Metric("attn_dist", "tv", "read")
 
-SELF_CHECK_COUNTERS = {
-    # write side: theorems about the witness that the implementation must respect
-    "k_viol_witness_below_residual": "key witness W below the true residual ||Delta||",
-    "v_viol_witness_below_residual": "value witness W below the true residual ||Delta||",
-    "k_viol_witness_above_sqrt_bands": "key witness W above sqrt(bands)*||Delta||",
-    "v_viol_witness_above_sqrt_bands": "value witness W above sqrt(bands)*||Delta||",
-    # read side: every row's bound against its realization
+WRITE_SELF_CHECKS = {
+    "viol_witness_below_residual": "witness W below the true residual ||Delta|| (triangle inequality broken)",
+    "viol_witness_above_sqrt_bands": "witness W above sqrt(bands)*||Delta|| (Cauchy-Schwarz broken)",
+}
+READ_SELF_CHECKS = {
     "rows_plain_beaten": "rows whose plain bound is below the realized TV",
     "rows_centred_beaten": "rows whose centred bound is below the realized TV",
     "rows_eform_beaten": "rows whose e-form bound is below the realized TV",
+    "latent_recon_mismatch": "key rows where W_UK c does not reproduce the key the model expanded",
 }
+# counters every layer of a memory class must carry (a missing one fails closed)
+REQUIRED_READ_COUNTERS = {
+    "dense_kv": ("rows_plain_beaten", "rows_centred_beaten", "rows_eform_beaten"),
+    "latent": ("rows_plain_beaten", "rows_centred_beaten", "rows_eform_beaten", "latent_recon_mismatch"),
+}
+WRITE_TENSORS = {"dense_kv": ("key", "value"), "latent": ("latent", "rope")}
+
+
+def self_check_meaning(name: str) -> str:
+    """Human text of a self-check counter name (``<tensor>_viol_...`` or a read counter)."""
+    if name in READ_SELF_CHECKS:
+        return READ_SELF_CHECKS[name]
+    for suffix, text in WRITE_SELF_CHECKS.items():
+        if name.endswith("_" + suffix):
+            return f"{name[: -len(suffix) - 1]}: {text}"
+    return name
 
 
 class DeriveError(ValueError):
@@ -112,7 +128,7 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
     reg_tier = registry.tier_of(ATTN_TV)
     claims: list[Claim] = []
     obligations: list[ChainObligation] = []
-    checks = {k: 0 for k in SELF_CHECK_COUNTERS}
+    checks: dict[str, int] = {}
     failures: list[str] = []
     readings: list[dict[str, Any]] = []
     for idx, layer in enumerate(layers):
@@ -122,26 +138,37 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
         write, read = layer.get("write"), layer.get("read")
         if not isinstance(write, dict) or not isinstance(read, dict):
             raise DeriveError(f"{where}: 'write' and 'read' must be objects")
-        for key in SELF_CHECK_COUNTERS:
-            block = write if key[1:].startswith("_viol") else read
-            checks[key] += _counter(block, key, where)
+        mclass = layer.get("memory_class")
+        if mclass not in ENTRY_SPECS:
+            raise DeriveError(f"{where}: memory_class {mclass!r} is not one of {sorted(ENTRY_SPECS)}")
+        spec = ENTRY_SPECS[mclass]
         rows = _counter(read, "rows", where)
+        for tensor in WRITE_TENSORS[mclass]:
+            for suffix in WRITE_SELF_CHECKS:
+                name = f"{tensor}_{suffix}"
+                if name not in write and rows:
+                    failures.append(f"layer {idx}: self-check counter {name} is missing (fail closed)")
+                checks[name] = checks.get(name, 0) + _counter(write, name, where)
+        for name in REQUIRED_READ_COUNTERS[mclass]:
+            if name not in read and rows:
+                failures.append(f"layer {idx}: self-check counter {name} is missing (fail closed)")
+            checks[name] = checks.get(name, 0) + _counter(read, name, where)
         cid = f"L{idx:02d}.attn_tv"
         if rows == 0:
             failures.append(f"layer {idx}: no attention reads were observed (coverage)")
             claims.append(Claim(cid, idx, ATTN_TV, None, None, True, reg_tier, 0.0))
-            readings.append({"layer": idx, "rows": 0})
+            readings.append({"layer": idx, "memory_class": mclass, "rows": 0})
             continue
         realized = _stat(read, "tv_realized", "max", where) or 0.0
         inp = ReadInputs(
             q_coef=rounding.up(_stat(read, "q_coef", "max", where), what=f"{where} q_coef"),
-            w_max=rounding.up(_stat(write, "k_witness", "max", where), what=f"{where} k_witness"),
+            w_max=rounding.up(_stat(read, "w_max", "max", where), what=f"{where} w_max"),
             c_max=rounding.up(_stat(read, "c_max", "max", where), what=f"{where} c_max"),
             eform_excess=rounding.up(_stat(read, "eform_excess", "max", where), what=f"{where} eform_excess"),
         )
         forms: dict[str, FormResult] = {}
         for form in FORMS:
-            chain = read_chain(form, inp)
+            chain = read_chain(form, inp, spec)
             try:
                 ev = chain.evaluate(0)
             except rounding.RoundingError as e:
@@ -169,25 +196,27 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
             bounded = [f for f in forms.values() if f.bound is not None]
             best_v = min((f.bound for f in bounded), default=None)
             claims.append(Claim(cid, idx, ATTN_TV, None, best_v, True, reg_tier, realized, forms))
-        readings.append(_layer_readings(idx, write, read, where))
+        readings.append(_layer_readings(idx, mclass, write, read, where))
     return Derivation(claims, obligations, checks, failures, readings)
 
 
-def _layer_readings(idx: int, write: dict[str, Any], read: dict[str, Any], where: str) -> dict[str, Any]:
+def _layer_readings(idx: int, mclass: str, write: dict[str, Any], read: dict[str, Any], where: str) -> dict[str, Any]:
     """Diagnostic readings (means, maxima, shares) of one layer: never bounds."""
     rows = _counter(read, "rows", where)
+    main = WRITE_TENSORS[mclass][0]
     out: dict[str, Any] = {
         "layer": idx,
-        "entries": (write.get("k_witness") or {}).get("n", 0),
+        "memory_class": mclass,
+        "entries": (write.get(f"{main}_witness") or {}).get("n", 0),
         "rows": rows,
-        "k_rel_residual_mean": _stat(write, "k_rel_residual", "mean", where),
-        "k_conservativeness_mean": _stat(write, "k_conservativeness", "mean", where),
-        "k_conservativeness_min": _stat(write, "k_conservativeness", "min", where),
-        "k_conservativeness_max": _stat(write, "k_conservativeness", "max", where),
-        "v_rel_residual_mean": _stat(write, "v_rel_residual", "mean", where),
         "tv_realized_max": _stat(read, "tv_realized", "max", where),
         "tv_realized_mean": _stat(read, "tv_realized", "mean", where),
     }
+    for tensor in WRITE_TENSORS[mclass]:
+        out[f"{tensor}_rel_residual_mean"] = _stat(write, f"{tensor}_rel_residual", "mean", where)
+        out[f"{tensor}_conservativeness_mean"] = _stat(write, f"{tensor}_conservativeness", "mean", where)
+        out[f"{tensor}_conservativeness_min"] = _stat(write, f"{tensor}_conservativeness", "min", where)
+        out[f"{tensor}_conservativeness_max"] = _stat(write, f"{tensor}_conservativeness", "max", where)
     for form in FORMS:
         out[f"rows_{form}_vacuous_share"] = _counter(read, f"rows_{form}_vacuous", where) / rows if rows else None
         out[f"{form}_row_bound_max"] = _stat(read, f"{form}_bound", "max", where)

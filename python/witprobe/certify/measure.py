@@ -18,8 +18,8 @@ from witprobe import __version__
 from witprobe.certify.progress import Progress, TokenProgress
 from witprobe.memory.codecs import make_codec
 from witprobe.models.zoo import MODELS, LoadedModel
+from witprobe.probe.layouts import layer_kinds, text_config, witness_cache_for
 from witprobe.probe.observer import ATTN_IMPLEMENTATION, Observer
-from witprobe.probe.witness_cache import WitnessCache
 
 RUN_SCHEMA = "witprobe-run/1"
 
@@ -43,8 +43,6 @@ class MeasureConfig:
     reference: bool = True
 
     def validate(self) -> None:
-        if self.model not in MODELS:
-            raise ValueError(f"unknown model {self.model!r}; available: {', '.join(sorted(MODELS))}")
         make_codec(self.codec, self.bands)  # raises CodecError naming the problem
         if not isinstance(self.max_new_tokens, int) or not 1 <= self.max_new_tokens <= 4096:
             raise ValueError(f"max_new_tokens must be an integer in [1, 4096], got {self.max_new_tokens!r}")
@@ -58,9 +56,12 @@ def head_dim_of(config: Any) -> int:
 
 def check_compatible(cfg: MeasureConfig, loaded: LoadedModel) -> None:
     """Raise ``ValueError`` naming the problem if the codec cannot apply to this model's entries."""
-    d = head_dim_of(loaded.model.config)
-    if d % cfg.bands:
-        raise ValueError(f"--bands {cfg.bands} does not divide the head dimension {d} of {cfg.model}")
+    mc = text_config(loaded.model.config)
+    kinds = set(layer_kinds(mc))
+    if "dense_kv" in kinds:
+        d = head_dim_of(mc)
+        if d % cfg.bands:
+            raise ValueError(f"--bands {cfg.bands} does not divide the head dimension {d} of {cfg.model}")
 
 
 def environment() -> dict[str, str]:
@@ -89,8 +90,9 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
     check_compatible(cfg, loaded)
     progress = progress or Progress(quiet=True)
     model, tok = loaded.model, loaded.tokenizer
-    mc = model.config
+    mc = text_config(model.config)
     num_layers = mc.num_hidden_layers
+    kinds = layer_kinds(mc)
     head_dim = head_dim_of(mc)
     codec = make_codec(cfg.codec, cfg.bands)
     model.set_attn_implementation(ATTN_IMPLEMENTATION)
@@ -101,9 +103,7 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
         label = f"request {i + 1}/{len(cfg.prompts)}"
         inputs = _encode(tok, prompt)
         n_prompt = int(inputs["input_ids"].shape[1])
-        cache = observer.attach(
-            WitnessCache.for_dense_kv(num_layers, codec, codec if cfg.compress_values else None, cfg.bands, observer)
-        )
+        cache = observer.attach(witness_cache_for(mc, codec, cfg.bands, cfg.compress_values, observer))
         with torch.no_grad(), observer.active():
             out = model.generate(
                 **inputs, cache=cache, max_new_tokens=cfg.max_new_tokens, do_sample=False,
@@ -128,6 +128,7 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
     layers = [
         {
             "layer": i,
+            "memory_class": kinds[i],
             "write": snap["write"][i],
             "read": snap["read"][i],
             "host_write_calls": snap["host_write_calls"][i],
@@ -135,17 +136,17 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
         }
         for i in range(num_layers)
     ]
-    spec = MODELS[cfg.model]
+    spec = MODELS.get(cfg.model)
     return {
         "schema": RUN_SCHEMA,
         "environment": environment(),
         "model": {
             "name": cfg.model,
-            "family": spec.family,
-            "memory_class": spec.memory_class,
+            "family": spec.family if spec else "unregistered",
+            "memory_class": spec.memory_class if spec else "+".join(sorted(set(kinds))),
             "num_layers": num_layers,
             "num_heads": mc.num_attention_heads,
-            "num_kv_heads": mc.num_key_value_heads,
+            "num_kv_heads": getattr(mc, "num_key_value_heads", mc.num_attention_heads),
             "head_dim": head_dim,
             "provenance": loaded.provenance,
         },

@@ -28,10 +28,11 @@ def print_table(cert: dict[str, Any], out: TextIO) -> None:
     for c in cert["claims"]:
         r = readings.get(c["layer"], {})
         f = c["forms"]
-        rel = r.get("k_rel_residual_mean")
+        main = "latent" if r.get("memory_class") == "latent" else "key"
+        rel = r.get(f"{main}_rel_residual_mean")
         print(
             f"{c['layer']:>5} {_num(rel * 100 if rel is not None else None, '{:.3f}'):>8} "
-            f"{_num(r.get('k_conservativeness_mean'), '{:.2f}'):>6} {_num(c['realized_tv_max']):>8} "
+            f"{_num(r.get(f'{main}_conservativeness_mean'), '{:.2f}'):>6} {_num(c['realized_tv_max']):>8} "
             f"{_bound(f.get('plain', {}).get('bound'), f.get('plain', {}).get('vacuous', False)):>7} "
             f"{_bound(f.get('eform', {}).get('bound'), f.get('eform', {}).get('vacuous', False)):>7} "
             f"{_bound(f.get('centred', {}).get('bound'), f.get('centred', {}).get('vacuous', False)):>7} "

@@ -87,67 +87,58 @@ class ReadRows:
     eform_bound: torch.Tensor
 
 
-def read_rows(
-    query: torch.Tensor,
-    keys_exact: torch.Tensor,
-    keys_served: torch.Tensor,
-    key_band_norms: torch.Tensor,
-    mask: torch.Tensor | None,
-    scaling: float,
-    groups: int,
-) -> ReadRows:
-    """Meter of the read operator for one layer call.
+@dataclass(frozen=True)
+class ScoreComponent:
+    """One additive part of the per-key score-error bound.
 
-    Parameters
+    The score error of key ``t`` seen by query row ``r`` is bounded by
+    ``scale * sum_components sum_b q_band_norms[r, b] * k_band_norms[t, b]`` (Cauchy-Schwarz per
+    band). For dense KV there is one component (query bands, key residual bands); for a latent
+    cache there are two (effective-query bands ``u = W_UK^T q_nope`` against latent residual bands,
+    and rope-query bands against rope-key residual bands).
+
+    Attributes
     ----------
-    query:
-        ``(B, H, Q, D)`` post-RoPE queries.
-    keys_exact, keys_served:
-        ``(B, Hkv, T, D)`` uncompressed and served (compressed) keys.
-    key_band_norms:
-        ``(B, Hkv, T, bands)`` band residual norms recorded at the writes.
-    mask:
-        Additive mask ``(B, 1 or H, Q, T)`` (0 visible, very negative hidden) or ``None``.
-    scaling:
-        Softmax temperature ``scale`` (``head_dim ** -0.5``).
-    groups:
-        Query heads per KV head.
-
-    Math (per row ``r`` and key ``t``; ``p`` exact, ``p'`` served):
-    ``c_t = scale * sum_b ||q_b|| * ||Delta k_{t,b}||``; ``TV = 1/2 sum_t |p_t - p'_t|``;
-    plain ``(e^{2 scale ||q|| max_t W_t} - 1)/2``; centred ``tanh(max_t c_t / 2)``;
-    e-form ``x + x^2/2`` with ``x = sum_t p'_t (e^{c_t} - 1)``.
+    q_band_norms:
+        ``(B, H, Q, nb)`` norms of the query-side bands.
+    k_band_norms:
+        ``(B, H, T, nb)`` residual norms of the stored entries' bands (already per query head).
     """
-    bands = key_band_norms.shape[-1]
-    d = query.shape[-1]
-    if d % bands:
-        raise ValueError(f"read_rows: {bands} bands do not divide the head dimension {d}")
-    q = query.to(torch.float64)
-    ke = keys_exact.to(torch.float64).repeat_interleave(groups, dim=1)
-    ks = keys_served.to(torch.float64).repeat_interleave(groups, dim=1)
-    bn = key_band_norms.to(torch.float64).repeat_interleave(groups, dim=1)  # B,H,T,bands
-    s_exact = torch.matmul(q, ke.transpose(-1, -2)) * scaling
-    s_served = torch.matmul(q, ks.transpose(-1, -2)) * scaling
-    if mask is not None:
-        if mask.dtype == torch.bool:
-            visible = mask.expand_as(s_exact)
-        else:
-            visible = (mask > torch.finfo(mask.dtype).min / 2).expand_as(s_exact)
-        hidden = torch.full_like(s_exact, -math.inf)
-        s_exact = torch.where(visible, s_exact, hidden)
-        s_served = torch.where(visible, s_served, hidden)
-    else:
-        visible = torch.ones_like(s_exact, dtype=torch.bool)
-    p = torch.softmax(s_exact, dim=-1)
-    ps = torch.softmax(s_served, dim=-1)
+
+    q_band_norms: torch.Tensor
+    k_band_norms: torch.Tensor
+
+
+def read_rows_from_scores(
+    s_exact: torch.Tensor,
+    s_served: torch.Tensor,
+    visible: torch.Tensor,
+    components: list[ScoreComponent],
+    scaling: float,
+) -> ReadRows:
+    """Per-row readings and the three bounds from exact and served scores ``(B, H, Q, T)``.
+
+    ``s_exact``/``s_served`` are the pre-softmax scores *including* the scale, without the mask;
+    ``visible`` is the boolean mask of keys each row attends to.
+    """
+    hidden = torch.full_like(s_exact, -math.inf)
+    p = torch.softmax(torch.where(visible, s_exact.to(torch.float64), hidden), dim=-1)
+    ps = torch.softmax(torch.where(visible, s_served.to(torch.float64), hidden), dim=-1)
     tv = 0.5 * (p - ps).abs().sum(-1)
-    qb = q.reshape(*q.shape[:-1], bands, d // bands).norm(dim=-1)  # B,H,Q,bands
-    c = torch.einsum("bhqn,bhtn->bhqt", qb, bn) * scaling
+    c = torch.zeros_like(p)
+    w = torch.zeros(p.shape[:2] + p.shape[3:], dtype=torch.float64, device=p.device)  # B,H,T
+    q_sq_max = torch.zeros(p.shape[:3], dtype=torch.float64, device=p.device)
+    for comp in components:
+        qn = comp.q_band_norms.to(torch.float64)
+        kn = comp.k_band_norms.to(torch.float64)
+        c = c + torch.einsum("bhqn,bhtn->bhqt", qn, kn) * scaling
+        w = w + kn.sum(-1)
+        q_sq_max = torch.maximum(q_sq_max, (qn * qn).sum(-1))
     c = torch.where(visible, c, torch.zeros_like(c))
-    w = bn.sum(-1).unsqueeze(2).expand_as(c)
-    w_max = torch.where(visible, w, torch.zeros_like(w)).amax(-1)
+    wq = torch.where(visible, w.unsqueeze(2).expand_as(c), torch.zeros_like(c))
+    w_max = wq.amax(-1)
     c_max = c.amax(-1)
-    q_coef = q.norm(dim=-1) * scaling
+    q_coef = q_sq_max.sqrt() * scaling
     excess = (ps * torch.expm1(c)).sum(-1)
     return ReadRows(
         tv_realized=tv,
@@ -159,3 +150,62 @@ def read_rows(
         centred_bound=torch.tanh(c_max / 2),
         eform_bound=excess + 0.5 * excess * excess,
     )
+
+
+def band_norms(x: torch.Tensor, bands: int) -> torch.Tensor:
+    """``||x_b||`` over ``bands`` contiguous bands of the last dimension (float64)."""
+    d = x.shape[-1]
+    if d % bands:
+        raise ValueError(f"{bands} bands do not divide the dimension {d}")
+    x64 = x.to(torch.float64)
+    return x64.reshape(*x64.shape[:-1], bands, d // bands).norm(dim=-1)
+
+
+def visibility(mask: torch.Tensor | None, shape: torch.Size) -> torch.Tensor:
+    """Boolean ``(B, H, Q, T)`` mask of the keys each row sees (additive float or boolean masks)."""
+    if mask is None:
+        return torch.ones(shape, dtype=torch.bool)
+    if mask.dtype == torch.bool:
+        return mask.expand(shape)
+    return (mask > torch.finfo(mask.dtype).min / 2).expand(shape)
+
+
+def read_rows(
+    query: torch.Tensor,
+    keys_exact: torch.Tensor,
+    keys_served: torch.Tensor,
+    key_band_norms: torch.Tensor,
+    mask: torch.Tensor | None,
+    scaling: float,
+    groups: int,
+) -> ReadRows:
+    """Meter of the read operator for one dense-KV layer call.
+
+    Parameters
+    ----------
+    query:
+        ``(B, H, Q, D)`` post-RoPE queries.
+    keys_exact, keys_served:
+        ``(B, Hkv, T, D)`` uncompressed and served (compressed) keys.
+    key_band_norms:
+        ``(B, Hkv, T, bands)`` band residual norms recorded at the writes.
+    mask:
+        Additive mask ``(B, 1 or H, Q, T)`` (0 visible, very negative hidden), boolean, or ``None``.
+    scaling:
+        Softmax temperature ``scale`` (``head_dim ** -0.5``).
+    groups:
+        Query heads per KV head.
+
+    Math (per row ``r`` and key ``t``; ``p`` exact, ``p'`` served):
+    ``c_t = scale * sum_b ||q_b|| * ||Delta k_{t,b}||``; ``TV = 1/2 sum_t |p_t - p'_t|``;
+    plain ``(e^{2 scale ||q|| max_t W_t} - 1)/2``; centred ``tanh(max_t c_t / 2)``;
+    e-form ``x + x^2/2`` with ``x = sum_t p'_t (e^{c_t} - 1)``.
+    """
+    bands = key_band_norms.shape[-1]
+    q = query.to(torch.float64)
+    ke = keys_exact.to(torch.float64).repeat_interleave(groups, dim=1)
+    ks = keys_served.to(torch.float64).repeat_interleave(groups, dim=1)
+    s_exact = torch.matmul(q, ke.transpose(-1, -2)) * scaling
+    s_served = torch.matmul(q, ks.transpose(-1, -2)) * scaling
+    comp = ScoreComponent(band_norms(q, bands), key_band_norms.repeat_interleave(groups, dim=1))
+    return read_rows_from_scores(s_exact, s_served, visibility(mask, s_exact.shape), [comp], scaling)

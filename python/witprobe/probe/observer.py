@@ -21,8 +21,8 @@ from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
 from witprobe.probe.accumulators import Accumulator
-from witprobe.probe.meters import WitnessBatch, read_rows, witness_violations
-from witprobe.probe.witness_cache import WitnessCache, WitnessKVLayer
+from witprobe.probe.meters import WitnessBatch, read_rows_from_scores, witness_violations
+from witprobe.probe.witness_cache import WitnessCache, WitnessLayerMixin
 
 ATTN_IMPLEMENTATION = "witprobe"
 BEATEN_REL_TOL = 1e-9
@@ -133,9 +133,10 @@ class Observer:
 
     # --- update (write) -------------------------------------------------------------------------
     def record_write(self, layer_idx: int, tensor: str, w: WitnessBatch, bands: int) -> None:
+        """Fold one write's witness into ``<tensor>_*`` statistics and self-check counters."""
         acc = self.write[layer_idx]
-        p = "k_" if tensor == "key" else "v_"
-        if tensor == "key":
+        p = f"{tensor}_"
+        if tensor in ("key", "latent"):
             self.host_write_calls[layer_idx] += 1
         acc.fold(p + "witness", w.witness)
         acc.fold(p + "residual", w.residual)
@@ -158,25 +159,23 @@ class Observer:
         if layer_idx is None or not 0 <= layer_idx < len(self.cache.layers):
             raise ObserverError(f"attention module {type(module).__name__} has no valid layer_idx ({layer_idx!r})")
         layer = self.cache.layers[layer_idx]
-        if not isinstance(layer, WitnessKVLayer):
-            raise ObserverError(f"layer {layer_idx} is {type(layer).__name__}, not a witness KV layer")
-        if layer.keys is None or key.shape != layer.keys.shape or key.data_ptr() != layer.keys.data_ptr():
-            raise ObserverError(
-                f"layer {layer_idx}: attention read keys that are not the witness cache's served keys "
-                "(unattributable read)"
-            )
+        if not isinstance(layer, WitnessLayerMixin):
+            raise ObserverError(f"layer {layer_idx} is {type(layer).__name__}, not a witness layer (unattributable read)")
         self.host_read_calls[layer_idx] += 1
-        groups = query.shape[1] // key.shape[1]
         acc = self.read[layer_idx]
         acc.bump("calls", 1)
         q_len = query.shape[2]
         for start in range(0, q_len, self.row_chunk):
             stop = min(q_len, start + self.row_chunk)
             m = None if mask is None else mask[:, :, start:stop, :]
-            rows = read_rows(
-                query[:, :, start:stop, :], layer.exact_keys, layer.keys, layer.key_band_norms, m, scaling, groups
-            )
+            try:
+                inputs = layer.read_inputs(module, query[:, :, start:stop, :], key, m, scaling)
+            except ValueError as e:
+                raise ObserverError(str(e)) from e
+            rows = read_rows_from_scores(inputs.s_exact, inputs.s_served, inputs.visible, inputs.components, scaling)
             self._fold_rows(acc, rows)
+            for name, flags in inputs.counters.items():
+                acc.count(name, flags)
 
     @staticmethod
     def _fold_rows(acc: Accumulator, rows) -> None:

@@ -1,24 +1,28 @@
 """The witness cache: a transformers ``Cache`` that sees every write to compressed memory.
 
-Each layer kind is one class (the transformers ``cache_utils`` pattern). For plain dense KV,
-:class:`WitnessKVLayer` receives exactly the key/value states the model writes, serves the codec's
-reconstruction, and records per stored entry its witness (band residual norms) as small metadata.
-It also keeps the uncompressed entries side by side so that every bound can be compared with the
-realized error on the same input.
+Each memory class is one layer class (the transformers ``cache_utils`` pattern): it receives
+exactly the tensors the model writes, serves the codec's reconstruction, records the witness of
+every stored entry (its band residual norms, small metadata) and keeps the uncompressed entries
+side by side so that every bound can be compared with the realized error on the same input.
+At read time, :meth:`WitnessLayerMixin.read_inputs` turns the query into exact and served scores
+and the score-error components the read meter needs.
 
-Pass a :class:`WitnessCache` as ``past_key_values=`` to ``model(...)`` or ``model.generate(...)``;
+Pass a :class:`WitnessCache` as ``cache=`` to ``model(...)`` or ``model.generate(...)``;
 no model code is patched.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
+from torch import nn
 from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
 from witprobe.memory.codecs import Codec
-from witprobe.probe.meters import WitnessBatch, band_witness
+from witprobe.probe.meters import ScoreComponent, WitnessBatch, band_norms, band_witness, visibility
 
 
 class WriteRecorder(Protocol):
@@ -27,8 +31,40 @@ class WriteRecorder(Protocol):
     def record_write(self, layer_idx: int, tensor: str, w: WitnessBatch, bands: int) -> None: ...
 
 
-class WitnessKVLayer(DynamicLayer):
-    """Dense KV layer: compress each write, serve the reconstruction, keep the witness.
+@dataclass
+class ReadInputs:
+    """What a layer gives the read meter for one attention call."""
+
+    s_exact: torch.Tensor  # (B, H, Q, T) scores with uncompressed entries, scale included
+    s_served: torch.Tensor  # (B, H, Q, T) scores with served entries
+    visible: torch.Tensor  # (B, H, Q, T) bool
+    components: list[ScoreComponent]
+    counters: dict[str, torch.Tensor] = field(default_factory=dict)  # self-check flags to count
+
+
+def bands_for(dim: int, bands: int) -> int:
+    """The band count used for a tensor of width ``dim``: ``gcd(dim, bands)`` (divides both)."""
+    return math.gcd(dim, bands)
+
+
+class WitnessLayerMixin:
+    """Shared bookkeeping: exact shadows and per-entry witnesses, appended along the sequence."""
+
+    kind = "abstract"
+    layer_idx: int
+
+    def _append(self, name: str, value: torch.Tensor) -> None:
+        old = getattr(self, name, None)
+        setattr(self, name, value if old is None else torch.cat([old, value], dim=-2))
+
+    def read_inputs(
+        self, module: nn.Module, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None, scaling: float
+    ) -> ReadInputs:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
+    """Dense KV (plain and GQA attention): compress each write, serve the reconstruction.
 
     Attributes (all ``(batch, kv_heads, seq, ...)``)
     -------------------------------------------------
@@ -40,14 +76,10 @@ class WitnessKVLayer(DynamicLayer):
         ``||Delta_b||`` per entry and band, recorded at the write.
     """
 
-    def __init__(
-        self,
-        layer_idx: int,
-        key_codec: Codec,
-        value_codec: Codec | None,
-        bands: int,
-        recorder: WriteRecorder,
-    ) -> None:
+    kind = "dense_kv"
+
+    def __init__(self, layer_idx: int, key_codec: Codec, value_codec: Codec | None, bands: int,
+                 recorder: WriteRecorder) -> None:
         super().__init__()
         self.layer_idx = layer_idx
         self.key_codec = key_codec
@@ -62,12 +94,6 @@ class WitnessKVLayer(DynamicLayer):
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
-            b, h, _, d = key_states.shape
-            dv = value_states.shape[-1]
-            self.exact_keys = key_states.new_zeros((b, h, 0, d))
-            self.exact_values = value_states.new_zeros((b, h, 0, dv))
-            self.key_band_norms = torch.zeros((b, h, 0, self.bands), dtype=torch.float64, device=key_states.device)
-            self.value_band_norms = torch.zeros((b, h, 0, self.bands), dtype=torch.float64, device=key_states.device)
         k_hat = self.key_codec.encode_decode(key_states)
         v_hat = value_states if self.value_codec is None else self.value_codec.encode_decode(value_states)
         wk = band_witness(key_states, k_hat, self.bands)
@@ -76,14 +102,26 @@ class WitnessKVLayer(DynamicLayer):
         self.recorder.record_write(self.layer_idx, "value", wv, self.bands)
         self.keys = torch.cat([self.keys, k_hat], dim=-2)
         self.values = torch.cat([self.values, v_hat], dim=-2)
-        self.exact_keys = torch.cat([self.exact_keys, key_states], dim=-2)
-        self.exact_values = torch.cat([self.exact_values, value_states], dim=-2)
-        self.key_band_norms = torch.cat([self.key_band_norms, wk.band_norms], dim=-2)
-        self.value_band_norms = torch.cat([self.value_band_norms, wv.band_norms], dim=-2)
+        self._append("exact_keys", key_states)
+        self._append("exact_values", value_states)
+        self._append("key_band_norms", wk.band_norms)
+        self._append("value_band_norms", wv.band_norms)
         return self.keys, self.values
 
     def crop(self, tokens_to_remove: int) -> None:
         raise NotImplementedError("witness layers do not support cropping: the witness would lose its entries")
+
+    def read_inputs(self, module, query, key, mask, scaling) -> ReadInputs:
+        if self.keys is None or key.shape != self.keys.shape or key.data_ptr() != self.keys.data_ptr():
+            raise ValueError(f"layer {self.layer_idx}: attention read keys that are not the served keys")
+        groups = query.shape[1] // key.shape[1]
+        q = query.to(torch.float64)
+        ke = self.exact_keys.to(torch.float64).repeat_interleave(groups, dim=1)
+        ks = key.to(torch.float64).repeat_interleave(groups, dim=1)
+        s_exact = torch.matmul(q, ke.transpose(-1, -2)) * scaling
+        s_served = torch.matmul(q, ks.transpose(-1, -2)) * scaling
+        comp = ScoreComponent(band_norms(q, self.bands), self.key_band_norms.repeat_interleave(groups, dim=1))
+        return ReadInputs(s_exact, s_served, visibility(mask, s_exact.shape), [comp])
 
 
 class WitnessCache(DynamicCache):
@@ -93,12 +131,6 @@ class WitnessCache(DynamicCache):
         Cache.__init__(self, layers=layers)
 
     @classmethod
-    def for_dense_kv(
-        cls,
-        num_layers: int,
-        key_codec: Codec,
-        value_codec: Codec | None,
-        bands: int,
-        recorder: WriteRecorder,
-    ) -> "WitnessCache":
+    def for_dense_kv(cls, num_layers: int, key_codec: Codec, value_codec: Codec | None, bands: int,
+                     recorder: WriteRecorder) -> "WitnessCache":
         return cls([WitnessKVLayer(i, key_codec, value_codec, bands, recorder) for i in range(num_layers)])
