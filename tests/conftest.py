@@ -14,6 +14,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+# CI machines are shared and slow: no per-example deadline (timing belongs in bench/, not in tests)
+settings.register_profile("witprobe", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("witprobe")
 
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 

@@ -25,7 +25,9 @@ SCORE_LINF = Metric("score", "linf", "read")
 SCORE_OSC = Metric("score", "osc", "read")
 SCORE_EFORM = Metric("score", "eform_excess", "read")
 ATTN_TV = Metric("attn_dist", "tv", "read")
+SELECTOR_TV = Metric("selector_dist", "tv", "select")
 OSC_PROOF = "Witprobe.osc_le_two_linf"
+SELECTION_PROOF = "Witprobe.selection_additive"
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,24 @@ def eform_moment(excess_max: Fraction, spec: EntrySpec = DENSE_KV) -> Contract:
     return bridge("eform_moment", spec.write, SCORE_EFORM, 0, excess_max, spec.banded_proof, source_only=True)
 
 
+def selection_contract(b_s: Fraction) -> Contract:
+    """Selection lemma as an additive contract ``(1, (m_out + m_in)/2)`` in selector-score mass.
+
+    Selection does not amplify upstream error (gain 1); ``b_s`` is the witness bound of the
+    swapped selector mass (0 on rows whose top-k set is provably unchanged).
+    """
+    return Contract(name="selection", m_in=SELECTOR_TV, m_out=SELECTOR_TV, a=Fraction(1), b=b_s,
+                    proofs=(SELECTION_PROOF,))
+
+
+def selector_to_attention(rho: Fraction, *, measured_on: str, applied_to: str) -> Contract:
+    """The selector-to-attention step: a paired measurement ``rho``, tier empirical (no theorem)."""
+    from witprobe.calculus.contracts import empirical_bridge
+
+    return empirical_bridge("selector_to_attention", SELECTOR_TV, ATTN_TV, rho, 0,
+                            measured_on=measured_on, applied_to=applied_to)
+
+
 def softmax_tv() -> Transfer:
     """``TV <= (e^{2 eps} - 1)/2`` from a uniform score error ``eps``."""
     return Transfer(TransferKind.SOFTMAX_TV)
@@ -119,7 +139,7 @@ def eform_tv() -> Transfer:
 
 def cited_proofs() -> tuple[str, ...]:
     """Every theorem name this catalogue cites (for the Lean cross-check test)."""
-    names: list[str] = [OSC_PROOF]
+    names: list[str] = [OSC_PROOF, SELECTION_PROOF]
     for spec in ENTRY_SPECS.values():
         names.extend([spec.storage_proof, spec.score_proof, spec.banded_proof])
     for kind in TransferKind:

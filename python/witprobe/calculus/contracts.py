@@ -431,3 +431,47 @@ class Chain:
             m_in=self.m_in, m_out=self.m_out, e_in=u0, bound_units=u, tier=self.tier,
             delta=self.delta, proofs=self.proofs, stages=tuple(trace),
         )
+
+
+@dataclass(frozen=True)
+class ParallelBound:
+    """Independent error sources added in the same output metric (the paper's ``Chain.also``).
+
+    ``e_out <= sum_i bound_i``; tier is the meet and failure probabilities add. The parts must end
+    in the same metric: selector-score mass can only join an attention-TV sum after an explicit
+    (empirical) bridge into ``attn_dist:tv@read``.
+    """
+
+    m_out: Metric
+    parts: tuple[ChainEvaluation, ...]
+
+    @property
+    def bound(self) -> Fraction:
+        return sum((p.bound for p in self.parts), Fraction(0))
+
+    @property
+    def tier(self) -> Tier:
+        return meet_all(p.tier for p in self.parts)
+
+    @property
+    def delta(self) -> Fraction:
+        return sum((p.delta for p in self.parts), Fraction(0))
+
+    @property
+    def proofs(self) -> tuple[str, ...]:
+        return _proof_names(q for p in self.parts for q in p.proofs)
+
+    @property
+    def vacuous(self) -> bool:
+        return self.m_out.is_distribution_tv and self.bound >= 1
+
+
+def parallel(*parts: ChainEvaluation) -> ParallelBound:
+    """Add evaluated chains that end in the same metric; raise :class:`MetricMismatch` otherwise."""
+    if not parts:
+        raise ValueError("parallel composition of nothing")
+    m = parts[0].m_out
+    for p in parts[1:]:
+        if p.m_out != m:
+            raise MetricMismatch(f"cannot add an error in {p.m_out} to one in {m}: bridge it first")
+    return ParallelBound(m, tuple(parts))

@@ -127,6 +127,15 @@ _DEFAULT: list[tuple[str, Tier, str, str, bool]] = [
      "bounded through the softmax, centred or e-form bridge", "bound", True),
     ("attn_dist:tv_realized@read", E, "TV of served vs uncompressed attention at the same query: needs the "
      "uncompressed reference, so it checks bounds and is never one", "reading", False),
+    ("selector_dist:tv@select", C, "selection lemma b_S = (m_out + m_in)/2 in selector-score mass, bounded by "
+     "the keys the indexer-key witness leaves contestable (0 where the top-k set is provably unchanged)",
+     "bound", False),
+    ("selector_dist:tv_realized@select", E, "swapped selector mass of the exact against the served selection: needs "
+     "the uncompressed indexer keys", "reading", False),
+    ("selector:rho@read", E, "attention mass omitted / selector mass omitted on identical candidate sets: a paired "
+     "measurement, the empirical selector-to-attention bridge", "coefficient", False),
+    ("attn_dist:tv_total_realized@read", E, "TV of served (compressed keys, compressed selection) vs uncompressed "
+     "attention: needs the uncompressed reference", "reading", False),
     ("attn_dist:tightness@read", E, "bound / realized TV: how loose a certified bound is on this run",
      "reading", False),
 ]

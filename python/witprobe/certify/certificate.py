@@ -91,7 +91,7 @@ def lean_check(
 def _claim_lean_status(claim: Claim, statuses: dict[str, ObligationStatus]) -> tuple[str, str]:
     obs = claim.obligations
     if not obs:
-        return "none", "no obligation (vacuous or unobserved)"
+        return "none", "no obligation"
     sts = [statuses.get(o) for o in obs]
     if any(s is None for s in sts):
         return UNCHECKED, "obligation has no Lean status"
@@ -106,7 +106,11 @@ def effective_tier(claim: Claim, lean_status: str, lean_reason: str) -> tuple[Ti
     if claim.value is None and not claim.forms:
         return Tier.EMPIRICAL, "no reads observed on this layer"
     if claim.vacuous:
-        return Tier.EMPIRICAL, "vacuous: every form's TV bound is >= 1"
+        return Tier.EMPIRICAL, "vacuous: the TV bound is >= 1"
+    if claim.registered_tier is Tier.EMPIRICAL:
+        return Tier.EMPIRICAL, "the composition includes an empirical step (a paired measurement, no theorem)"
+    if lean_status == "none":
+        return Tier.EMPIRICAL, "no kernel-checked obligation covers this claim (exact Python arithmetic only)"
     if lean_status != KERNEL_CHECKED:
         return Tier.EMPIRICAL, f"not kernel-checked ({lean_reason})"
     return claim.registered_tier, "every obligation kernel-checked"
@@ -136,6 +140,8 @@ def claim_json(claim: Claim, statuses: dict[str, ObligationStatus]) -> dict[str,
     tight = claim.tightness
     return {
         "id": claim.id,
+        "kind": claim.kind,
+        "extra": claim.extra,
         "layer": claim.layer,
         "metric": str(claim.metric),
         "form": claim.form,
@@ -146,7 +152,7 @@ def claim_json(claim: Claim, statuses: dict[str, ObligationStatus]) -> dict[str,
         "tier": tier.value,
         "tier_reason": reason,
         "obligations": claim.obligations,
-        "proofs": list(claim.forms[claim.form].proofs) if claim.form else [],
+        "proofs": list(claim.forms[claim.form].proofs) if claim.form in claim.forms else list(claim.proofs),
         "realized_tv_max": claim.realized_max,
         "tightness": tight,
         "forms": forms,
@@ -163,7 +169,8 @@ def assemble(
     }
     tiers = {t.value: sum(1 for c in claims if c["tier"] == t.value) for t in Tier}
     ok = not deriv.failures and all(v["ok"] for v in self_checks.values())
-    bounds = [c for c in claims if c["bound"] is not None and not c["vacuous"]]
+    attn = [c for c in claims if c["kind"] == "attn_tv"]
+    bounds = [c for c in attn if c["bound"] is not None and not c["vacuous"]]
     worst = max(bounds, key=lambda c: rounding.parse_fraction(c["bound"]["exact"]), default=None)
     return {
         "schema": CERT_SCHEMA,
@@ -188,7 +195,7 @@ def assemble(
         "readings": deriv.readings,
         "summary": {
             "verdict": "pass" if ok else "fail",
-            "layers": len(claims),
+            "layers": len(attn),
             "non_vacuous_layers": len(bounds),
             "tiers": tiers,
             "worst_bound": {"claim": worst["id"], "bound": worst["bound"]} if worst else None,

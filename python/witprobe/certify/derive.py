@@ -14,7 +14,9 @@ from fractions import Fraction
 from typing import Any
 
 from witprobe.calculus import rounding
-from witprobe.calculus.bridges import ENTRY_SPECS
+from witprobe.calculus import bridges
+from witprobe.calculus.bridges import DENSE_KV, LATENT
+from witprobe.calculus.contracts import Chain, parallel
 from witprobe.calculus.chains import FORMS, ReadInputs, read_chain
 from witprobe.calculus.metrics import Metric
 from witprobe.calculus.registry import DEFAULT_REGISTRY, TierRegistry
@@ -32,19 +34,31 @@ READ_SELF_CHECKS = {
     "rows_centred_beaten": "rows whose centred bound is below the realized TV",
     "rows_eform_beaten": "rows whose e-form bound is below the realized TV",
     "latent_recon_mismatch": "key rows where W_UK c does not reproduce the key the model expanded",
+    "indexer_recon_mismatch": "indexer rows whose recomputed top-k differs from the model's selection",
+    "sel_flip_in_witness_cert": "rows whose selection changed although the witness certified it unchanged",
+    "sel_mass_bound_beaten": "rows whose realized swapped selector mass exceeds its witness bound",
+    "rows_total_beaten_on_certified": "certified-selection rows whose end-to-end TV beats the storage bound",
 }
 # counters every layer of a memory class must carry (a missing one fails closed)
+_ROWS = ("rows_plain_beaten", "rows_centred_beaten", "rows_eform_beaten")
+_SELECTION = ("indexer_recon_mismatch", "sel_flip_in_witness_cert", "sel_mass_bound_beaten",
+              "rows_total_beaten_on_certified")
 REQUIRED_READ_COUNTERS = {
-    "dense_kv": ("rows_plain_beaten", "rows_centred_beaten", "rows_eform_beaten"),
-    "latent": ("rows_plain_beaten", "rows_centred_beaten", "rows_eform_beaten", "latent_recon_mismatch"),
+    "dense_kv": _ROWS,
+    "latent": _ROWS + ("latent_recon_mismatch",),
+    "latent_indexed": _ROWS + ("latent_recon_mismatch",) + _SELECTION,
 }
-WRITE_TENSORS = {"dense_kv": ("key", "value"), "latent": ("latent", "rope")}
+WRITE_TENSORS = {"dense_kv": ("key", "value"), "latent": ("latent", "rope"),
+                 "latent_indexed": ("latent", "rope", "indexer")}
+SPEC_OF = {"dense_kv": DENSE_KV, "latent": LATENT, "latent_indexed": LATENT}
 
 
 def self_check_meaning(name: str) -> str:
     """Human text of a self-check counter name (``<tensor>_viol_...`` or a read counter)."""
     if name in READ_SELF_CHECKS:
         return READ_SELF_CHECKS[name]
+    if name.startswith("sel_eta") and "_flip_in_cert_r" in name:
+        return f"{name}: flips of the deterministic perturbation inside the eta-certified region"
     for suffix, text in WRITE_SELF_CHECKS.items():
         if name.endswith("_" + suffix):
             return f"{name[: -len(suffix) - 1]}: {text}"
@@ -79,10 +93,13 @@ class Claim:
     registered_tier: Tier
     realized_max: float
     forms: dict[str, FormResult] = field(default_factory=dict)
+    kind: str = "attn_tv"
+    extra: dict[str, Any] = field(default_factory=dict)
+    proofs: tuple[str, ...] = ()
 
     @property
     def obligations(self) -> list[str]:
-        if self.form is None:
+        if self.form is None or self.form not in self.forms:
             return []
         ob = self.forms[self.form].obligation
         return [ob] if ob else []
@@ -139,9 +156,9 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
         if not isinstance(write, dict) or not isinstance(read, dict):
             raise DeriveError(f"{where}: 'write' and 'read' must be objects")
         mclass = layer.get("memory_class")
-        if mclass not in ENTRY_SPECS:
-            raise DeriveError(f"{where}: memory_class {mclass!r} is not one of {sorted(ENTRY_SPECS)}")
-        spec = ENTRY_SPECS[mclass]
+        if mclass not in SPEC_OF:
+            raise DeriveError(f"{where}: memory_class {mclass!r} is not one of {sorted(SPEC_OF)}")
+        spec = SPEC_OF[mclass]
         rows = _counter(read, "rows", where)
         for tensor in WRITE_TENSORS[mclass]:
             for suffix in WRITE_SELF_CHECKS:
@@ -153,6 +170,9 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
             if name not in read and rows:
                 failures.append(f"layer {idx}: self-check counter {name} is missing (fail closed)")
             checks[name] = checks.get(name, 0) + _counter(read, name, where)
+        for name in sorted(read):
+            if name.startswith("sel_eta") and "_flip_in_cert_r" in name:
+                checks[name] = checks.get(name, 0) + _counter(read, name, where)
         cid = f"L{idx:02d}.attn_tv"
         if rows == 0:
             failures.append(f"layer {idx}: no attention reads were observed (coverage)")
@@ -167,6 +187,7 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
             eform_excess=rounding.up(_stat(read, "eform_excess", "max", where), what=f"{where} eform_excess"),
         )
         forms: dict[str, FormResult] = {}
+        evals = {}
         for form in FORMS:
             chain = read_chain(form, inp, spec)
             try:
@@ -187,17 +208,75 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
                 obligations.append(ob)
                 ob_ident = ob.ident
             forms[form] = FormResult(form, bound, ev.vacuous, beaten, ob_ident, "", ev.proofs)
+            evals[form] = ev
         usable = [f for f in forms.values() if f.bound is not None and not f.vacuous]
         if usable:
             best = min(usable, key=lambda f: (f.bound, FORMS.index(f.form)))
-            claims.append(Claim(cid, idx, ATTN_TV, best.form, best.bound, False, meet(reg_tier, Tier.CERTIFIED),
-                                realized, forms))
+            attn = Claim(cid, idx, ATTN_TV, best.form, best.bound, False, meet(reg_tier, Tier.CERTIFIED),
+                         realized, forms)
+            best_eval = evals[best.form]
         else:
             bounded = [f for f in forms.values() if f.bound is not None]
             best_v = min((f.bound for f in bounded), default=None)
-            claims.append(Claim(cid, idx, ATTN_TV, None, best_v, True, reg_tier, realized, forms))
+            attn = Claim(cid, idx, ATTN_TV, None, best_v, True, reg_tier, realized, forms)
+            best_eval = None
+        claims.append(attn)
+        if mclass == "latent_indexed":
+            claims.extend(_selection_claims(idx, read, where, best_eval, registry, failures))
         readings.append(_layer_readings(idx, mclass, write, read, where))
     return Derivation(claims, obligations, checks, failures, readings)
+
+
+SELECTION_MEASURED_ON = "truncation sets: attention vs selector mass outside the served top-k, same candidates"
+SELECTION_APPLIED_TO = "swap sets: tokens the compression moves in or out of the top-k"
+
+
+def _selection_claims(idx: int, read: dict[str, Any], where: str, attn_eval, registry: TierRegistry,
+                      failures: list[str]) -> list[Claim]:
+    """The Select stage of a DSA layer and the end-to-end composition with the read chain.
+
+    ``L.selection`` bounds the swapped selector-score mass (certified, selector units). The
+    composed ``L.attn_tv_total`` adds it to the attention bound only through the empirical
+    selector-to-attention bridge ``rho`` (its maximum over the layer's rows), so it is empirical.
+    """
+    sel_rows = _counter(read, "sel_rows", where)
+    cert_rows = _counter(read, "sel_cert_witness", where)
+    b_s_max = _stat(read, "sel_b_S_witness", "max", where) or 0.0
+    b_s = rounding.up(b_s_max, what=f"{where} sel_b_S_witness")
+    realized_bs = _stat(read, "sel_b_S_realized", "max", where) or 0.0
+    sel_metric = Metric("selector_dist", "tv", "select")
+    sel_chain = Chain.start(bridges.selection_contract(b_s))
+    sel_eval = sel_chain.evaluate(0)
+    extra = {
+        "rows": sel_rows,
+        "rows_trivial": _counter(read, "sel_rows_trivial", where),
+        "certified_rows_share": cert_rows / sel_rows if sel_rows else None,
+        "top1_certified_share": _counter(read, "sel_cert_witness_top1", where) / sel_rows if sel_rows else None,
+        "changed_rows_share": _counter(read, "sel_changed", where) / sel_rows if sel_rows else None,
+        "eta": {k: read[k] for k in sorted(read) if k.startswith("sel_eta")},
+    }
+    out = [Claim(f"L{idx:02d}.selection", idx, sel_metric, "witness", sel_eval.bound, False,
+                 meet(registry.tier_of(sel_metric), sel_chain.tier), realized_bs, kind="selection", extra=extra,
+                 proofs=sel_eval.proofs)]
+    rho_max = _stat(read, "rho", "max", where)
+    total_realized = _stat(read, "tv_total_realized", "max", where) or 0.0
+    if attn_eval is None or rho_max is None:
+        return out
+    rho = rounding.up(rho_max, what=f"{where} rho")
+    total_chain = sel_chain.then(
+        bridges.selector_to_attention(rho, measured_on=SELECTION_MEASURED_ON, applied_to=SELECTION_APPLIED_TO))
+    total = parallel(attn_eval, total_chain.evaluate(0))
+    extra_t = {
+        "rho_tail": float(rho),
+        "rho_mean": _stat(read, "rho", "mean", where),
+        "storage_bound": rounding.decimal_up(attn_eval.bound, 6),
+        "selection_term": rounding.decimal_up(total.bound - attn_eval.bound, 6),
+        "certified_rows_realized_max": _stat(read, "tv_total_realized_certified", "max", where),
+        "empirical_bound_exceeded": total.bound < Fraction(total_realized),
+    }
+    out.append(Claim(f"L{idx:02d}.attn_tv_total", idx, ATTN_TV, "parallel", total.bound, total.vacuous, total.tier,
+                     total_realized, kind="attn_tv_total", extra=extra_t, proofs=total.proofs))
+    return out
 
 
 def _layer_readings(idx: int, mclass: str, write: dict[str, Any], read: dict[str, Any], where: str) -> dict[str, Any]:

@@ -16,10 +16,11 @@ import torch
 
 from witprobe import __version__
 from witprobe.certify.progress import Progress, TokenProgress
-from witprobe.memory.codecs import make_codec
+from witprobe.memory.codecs import Codec, make_codec
 from witprobe.models.zoo import MODELS, LoadedModel
 from witprobe.probe.layouts import layer_kinds, text_config, witness_cache_for
 from witprobe.probe.observer import ATTN_IMPLEMENTATION, Observer
+from witprobe.probe.selector import SelectorHooks
 
 RUN_SCHEMA = "witprobe-run/1"
 
@@ -93,10 +94,61 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
     mc = text_config(model.config)
     num_layers = mc.num_hidden_layers
     kinds = layer_kinds(mc)
-    head_dim = head_dim_of(mc)
     codec = make_codec(cfg.codec, cfg.bands)
     model.set_attn_implementation(ATTN_IMPLEMENTATION)
     observer = Observer(num_layers)
+    hooks = SelectorHooks(observer)
+    try:
+        n_indexers = hooks.install(model)
+        n_indexed = sum(k == "latent_indexed" for k in kinds)
+        if n_indexers != n_indexed:
+            raise ValueError(f"{n_indexers} indexer modules found for {n_indexed} indexed layers")
+        requests = _generate_all(loaded, cfg, codec, observer, progress)
+    finally:
+        hooks.remove()
+    snap = observer.snapshot()
+    layers = [
+        {
+            "layer": i,
+            "memory_class": kinds[i],
+            "write": snap["write"][i],
+            "read": snap["read"][i],
+            "host_write_calls": snap["host_write_calls"][i],
+            "host_read_calls": snap["host_read_calls"][i],
+        }
+        for i in range(num_layers)
+    ]
+    spec = MODELS.get(cfg.model)
+    return {
+        "schema": RUN_SCHEMA,
+        "environment": environment(),
+        "model": {
+            "name": cfg.model,
+            "family": spec.family if spec else "unregistered",
+            "memory_class": spec.memory_class if spec else "+".join(sorted(set(kinds))),
+            "num_layers": num_layers,
+            "num_heads": mc.num_attention_heads,
+            "num_kv_heads": getattr(mc, "num_key_value_heads", mc.num_attention_heads),
+            "head_dim": head_dim_of(mc),
+            "provenance": loaded.provenance,
+        },
+        "config": {
+            "codec": cfg.codec,
+            "bands": cfg.bands,
+            "compress_values": cfg.compress_values,
+            "max_new_tokens": cfg.max_new_tokens,
+            "prompts": list(cfg.prompts),
+        },
+        "requests": requests,
+        "layers": layers,
+    }
+
+
+def _generate_all(loaded: LoadedModel, cfg: MeasureConfig, codec: Codec, observer: Observer,
+                  progress: Progress) -> list[dict[str, Any]]:
+    """Serve every prompt from a fresh witness cache; optionally generate the uncompressed reference."""
+    model, tok = loaded.model, loaded.tokenizer
+    mc = text_config(model.config)
     pad = tok.eos_token_id if tok.pad_token_id is None else tok.pad_token_id
     requests: list[dict[str, Any]] = []
     for i, prompt in enumerate(cfg.prompts):
@@ -124,39 +176,4 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
             record["agreeing_prefix"] = agree
         progress.info(f"{label}: {n_prompt} prompt tokens, {len(served)} generated")
         requests.append(record)
-    snap = observer.snapshot()
-    layers = [
-        {
-            "layer": i,
-            "memory_class": kinds[i],
-            "write": snap["write"][i],
-            "read": snap["read"][i],
-            "host_write_calls": snap["host_write_calls"][i],
-            "host_read_calls": snap["host_read_calls"][i],
-        }
-        for i in range(num_layers)
-    ]
-    spec = MODELS.get(cfg.model)
-    return {
-        "schema": RUN_SCHEMA,
-        "environment": environment(),
-        "model": {
-            "name": cfg.model,
-            "family": spec.family if spec else "unregistered",
-            "memory_class": spec.memory_class if spec else "+".join(sorted(set(kinds))),
-            "num_layers": num_layers,
-            "num_heads": mc.num_attention_heads,
-            "num_kv_heads": getattr(mc, "num_key_value_heads", mc.num_attention_heads),
-            "head_dim": head_dim,
-            "provenance": loaded.provenance,
-        },
-        "config": {
-            "codec": cfg.codec,
-            "bands": cfg.bands,
-            "compress_values": cfg.compress_values,
-            "max_new_tokens": cfg.max_new_tokens,
-            "prompts": list(cfg.prompts),
-        },
-        "requests": requests,
-        "layers": layers,
-    }
+    return requests

@@ -25,10 +25,10 @@ def print_table(cert: dict[str, Any], out: TextIO) -> None:
     )
     print(head, file=out)
     print("-" * len(head), file=out)
-    for c in cert["claims"]:
+    for c in (c for c in cert["claims"] if c["kind"] == "attn_tv"):
         r = readings.get(c["layer"], {})
         f = c["forms"]
-        main = "latent" if r.get("memory_class") == "latent" else "key"
+        main = "latent" if str(r.get("memory_class", "")).startswith("latent") else "key"
         rel = r.get(f"{main}_rel_residual_mean")
         print(
             f"{c['layer']:>5} {_num(rel * 100 if rel is not None else None, '{:.3f}'):>8} "
@@ -41,6 +41,25 @@ def print_table(cert: dict[str, Any], out: TextIO) -> None:
             file=out,
         )
     print("(* = vacuous: a TV bound >= 1 says nothing; bounds are rounded up)", file=out)
+    sel = {c["layer"]: c for c in cert["claims"] if c["kind"] == "selection"}
+    if sel:
+        tot = {c["layer"]: c for c in cert["claims"] if c["kind"] == "attn_tv_total"}
+        head = (f"{'layer':>5} {'rows':>5} {'cert%':>6} {'top1%':>6} {'b_S wit':>8} {'b_S real':>8} "
+                f"{'rho':>6} {'total':>7} {'TV real':>8} {'tier':>9}")
+        print("\nselection (selector-score mass) and end-to-end TV through the empirical rho bridge:", file=out)
+        print(head, file=out)
+        print("-" * len(head), file=out)
+        for layer, c in sorted(sel.items()):
+            e = c["extra"]
+            t = tot.get(layer)
+            pct = lambda x: "-" if x is None else f"{100 * x:.1f}"  # noqa: E731
+            print(
+                f"{layer:>5} {e['rows']:>5} {pct(e['certified_rows_share']):>6} {pct(e['top1_certified_share']):>6} "
+                f"{_bound(c['bound']):>8} {_num(c['realized_tv_max']):>8} "
+                f"{_num(t['extra']['rho_tail'] if t else None, '{:.2f}'):>6} {_bound(t['bound'], t['vacuous']) if t else '-':>7} "
+                f"{_num(t['realized_tv_max'] if t else None):>8} {t['tier'] if t else '-':>9}",
+                file=out,
+            )
 
 
 def print_summary(cert: dict[str, Any], out: TextIO) -> None:

@@ -111,7 +111,7 @@ class WitnessLatentLayer(WitnessLayerMixin, DynamicLayer):
         k_rot = k_pe.to(torch.float64).expand(-1, heads, -1, -1)
         return torch.cat([k_nope, k_rot], dim=-1)
 
-    def read_inputs(self, module, query, key, mask, scaling) -> ReadInputs:
+    def read_inputs(self, module, query, key, mask, scaling, rows=None, indices=None) -> ReadInputs:
         if self.keys is None or key.shape[2] != self.keys.shape[2]:
             raise ValueError(f"layer {self.layer_idx}: attention read {key.shape[2]} keys, the cache holds "
                              f"{None if self.keys is None else self.keys.shape[2]}")

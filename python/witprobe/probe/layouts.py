@@ -11,6 +11,7 @@ from typing import Any
 
 from witprobe.memory.codecs import Codec
 from witprobe.probe.latent import WitnessLatentLayer
+from witprobe.probe.selector import WitnessIndexedLatentLayer
 from witprobe.probe.witness_cache import WitnessCache, WitnessKVLayer, WriteRecorder
 
 
@@ -23,17 +24,27 @@ def text_config(config: Any) -> Any:
     return get(decoder=True) if callable(get) else config
 
 
+KNOWN_LAYER_TYPES = ("full_attention", "indexed_attention")
+
+
 def layer_kinds(config: Any) -> list[str]:
-    """The memory class of every decoder layer (``dense_kv`` or ``latent``)."""
+    """The memory class of every decoder layer: ``dense_kv``, ``latent`` or ``latent_indexed``."""
     cfg = text_config(config)
     n = cfg.num_hidden_layers
-    types = getattr(cfg, "layer_types", None)
-    if types is not None and any(t not in ("full_attention", "sliding_attention") for t in types):
-        raise LayoutError(f"layer types {sorted(set(types))} are not supported by the witness cache yet")
-    if types is not None and "sliding_attention" in types:
-        raise LayoutError("sliding-window layers are not supported by the witness cache yet")
-    kind = "latent" if getattr(cfg, "kv_lora_rank", None) else "dense_kv"
-    return [kind] * n
+    types = getattr(cfg, "layer_types", None) or ["full_attention"] * n
+    unknown = sorted(set(types) - set(KNOWN_LAYER_TYPES))
+    if unknown:
+        raise LayoutError(f"layer types {unknown} are not supported by the witness cache yet")
+    latent = bool(getattr(cfg, "kv_lora_rank", None))
+    kinds = []
+    for t in types:
+        if t == "indexed_attention":
+            if not latent:
+                raise LayoutError("indexed attention without a latent cache is not supported")
+            kinds.append("latent_indexed")
+        else:
+            kinds.append("latent" if latent else "dense_kv")
+    return kinds
 
 
 def witness_cache_for(config: Any, codec: Codec, bands: int, compress_values: bool,
@@ -44,7 +55,11 @@ def witness_cache_for(config: Any, codec: Codec, bands: int, compress_values: bo
     for i, kind in enumerate(layer_kinds(cfg)):
         if kind == "dense_kv":
             layers.append(WitnessKVLayer(i, codec, codec if compress_values else None, bands, recorder))
-        else:
+        elif kind == "latent":
             layers.append(WitnessLatentLayer(i, codec, codec if compress_values else None, bands, recorder,
                                              kv_lora_rank=cfg.kv_lora_rank, rope_dim=cfg.qk_rope_head_dim))
+        else:
+            layers.append(WitnessIndexedLatentLayer(i, codec, codec if compress_values else None, bands, recorder,
+                                                    kv_lora_rank=cfg.kv_lora_rank, rope_dim=cfg.qk_rope_head_dim,
+                                                    indexer_codec=codec))
     return WitnessCache(layers)

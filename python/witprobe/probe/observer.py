@@ -84,10 +84,23 @@ def witprobe_attention(
             raise ObserverError(f"witprobe attention does not model {k!r}; refusing to meter this layer")
     if scaling is None:
         scaling = query.shape[-1] ** -0.5
+    indices = kwargs.get("indices")
     obs = _ACTIVE.get()
     if obs is not None:
-        obs.observe_read(module, query, key, attention_mask, scaling)
-    return eager_attention(module, query, key, value, attention_mask, scaling, dropout)
+        obs.observe_read(module, query, key, attention_mask, scaling, indices=indices)
+    served_mask = attention_mask if indices is None else sparse_mask(attention_mask, indices, key.shape[2], query.dtype)
+    return eager_attention(module, query, key, value, served_mask, scaling, dropout)
+
+
+def sparse_mask(mask: torch.Tensor | None, indices: torch.Tensor, kv_len: int, dtype: torch.dtype) -> torch.Tensor:
+    """The eager path's sparse attention mask: keys outside ``indices`` ``(B, Q, k)`` are masked out."""
+    b, q = indices.shape[:2]
+    hide = indices.new_ones((b, q, kv_len), dtype=torch.bool).scatter(-1, indices.long().clamp(min=0), False).unsqueeze(1)
+    if mask is None:
+        return torch.zeros(hide.shape, dtype=dtype, device=indices.device).masked_fill(hide, torch.finfo(dtype).min)
+    if mask.dtype == torch.bool:
+        return mask & ~hide
+    return mask.masked_fill(hide, torch.finfo(mask.dtype).min)
 
 
 AttentionInterface.register(ATTN_IMPLEMENTATION, witprobe_attention)
@@ -151,7 +164,8 @@ class Observer:
 
     # --- read -----------------------------------------------------------------------------------
     def observe_read(
-        self, module: nn.Module, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None, scaling: float
+        self, module: nn.Module, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None, scaling: float,
+        indices: torch.Tensor | None = None,
     ) -> None:
         if self.cache is None:
             raise ObserverError("observer has no witness cache attached")
@@ -169,13 +183,37 @@ class Observer:
             stop = min(q_len, start + self.row_chunk)
             m = None if mask is None else mask[:, :, start:stop, :]
             try:
-                inputs = layer.read_inputs(module, query[:, :, start:stop, :], key, m, scaling)
+                inputs = layer.read_inputs(module, query[:, :, start:stop, :], key, m, scaling,
+                                           rows=slice(start, stop), indices=indices)
             except ValueError as e:
                 raise ObserverError(str(e)) from e
             rows = read_rows_from_scores(inputs.s_exact, inputs.s_served, inputs.visible, inputs.components, scaling)
             self._fold_rows(acc, rows)
             for name, flags in inputs.counters.items():
                 acc.count(name, flags)
+            if inputs.visible_exact is not None:
+                self._fold_sparse(acc, inputs, rows)
+
+    @staticmethod
+    def _fold_sparse(acc: Accumulator, inputs, rows) -> None:
+        """End-to-end TV under a sparse selection, and the selector-to-attention ratio rho."""
+        neg = torch.full_like(inputs.s_exact, -torch.inf)
+        pe = torch.softmax(torch.where(inputs.visible_exact, inputs.s_exact, neg), dim=-1)
+        ps = torch.softmax(torch.where(inputs.visible, inputs.s_served, neg), dim=-1)
+        tv_total = 0.5 * (pe - ps).abs().sum(-1)
+        pf = torch.softmax(torch.where(inputs.visible_full, inputs.s_served, neg), dim=-1)
+        m_attn = torch.where(inputs.visible_full & ~inputs.visible, pf, torch.zeros_like(pf)).sum(-1)
+        facts = {k: v.unsqueeze(1).expand_as(tv_total) for k, v in inputs.row_facts.items()}
+        cert = facts["cert"]
+        best = torch.minimum(torch.minimum(rows.plain_bound, rows.centred_bound), rows.eform_bound)
+        acc.fold("tv_total_realized", tv_total)
+        acc.fold("tv_total_realized_certified", tv_total[cert])
+        acc.count("rows_selection_certified", cert)
+        acc.count("rows_total_beaten_on_certified", cert & (tv_total > best * (1 + BEATEN_REL_TOL) + BEATEN_ABS_TOL))
+        acc.fold("attn_b_S_witness", facts["b_S"])
+        acc.fold("m_attn_omitted", m_attn)
+        has = facts["m_sel"] > 1e-12
+        acc.fold("rho", (m_attn / facts["m_sel"].clamp_min(1e-300))[has])
 
     @staticmethod
     def _fold_rows(acc: Accumulator, rows) -> None:

@@ -40,6 +40,10 @@ class ReadInputs:
     visible: torch.Tensor  # (B, H, Q, T) bool
     components: list[ScoreComponent]
     counters: dict[str, torch.Tensor] = field(default_factory=dict)  # self-check flags to count
+    # sparse selection (DSA): the exact-key support, the unselected causal support, per-row facts
+    visible_exact: torch.Tensor | None = None
+    visible_full: torch.Tensor | None = None
+    row_facts: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 def bands_for(dim: int, bands: int) -> int:
@@ -58,7 +62,8 @@ class WitnessLayerMixin:
         setattr(self, name, value if old is None else torch.cat([old, value], dim=-2))
 
     def read_inputs(
-        self, module: nn.Module, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None, scaling: float
+        self, module: nn.Module, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None, scaling: float,
+        rows: slice | None = None, indices: torch.Tensor | None = None,
     ) -> ReadInputs:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -111,7 +116,9 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
     def crop(self, tokens_to_remove: int) -> None:
         raise NotImplementedError("witness layers do not support cropping: the witness would lose its entries")
 
-    def read_inputs(self, module, query, key, mask, scaling) -> ReadInputs:
+    def read_inputs(self, module, query, key, mask, scaling, rows=None, indices=None) -> ReadInputs:
+        if indices is not None:
+            raise ValueError(f"layer {self.layer_idx}: a sparse read reached a dense KV witness layer")
         if self.keys is None or key.shape != self.keys.shape or key.data_ptr() != self.keys.data_ptr():
             raise ValueError(f"layer {self.layer_idx}: attention read keys that are not the served keys")
         groups = query.shape[1] // key.shape[1]
