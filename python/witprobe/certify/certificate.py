@@ -193,6 +193,7 @@ def assemble(
         "self_checks": self_checks,
         "failures": list(deriv.failures),
         "readings": deriv.readings,
+        "coverage": deriv.coverage,
         "summary": {
             "verdict": "pass" if ok else "fail",
             "layers": len(attn),

@@ -14,6 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from witprobe.calculus import rounding
+from witprobe.certify.coverage import coverage
 from witprobe.calculus import bridges
 from witprobe.calculus.bridges import DENSE_KV, LATENT
 from witprobe.calculus.contracts import Chain, parallel
@@ -118,6 +119,7 @@ class Derivation:
     self_checks: dict[str, int]
     failures: list[str]
     readings: list[dict[str, Any]]
+    coverage: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _stat(block: dict[str, Any], key: str, field_: str, where: str) -> float | None:
@@ -224,7 +226,7 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
         if mclass == "latent_indexed":
             claims.extend(_selection_claims(idx, read, where, best_eval, registry, failures))
         readings.append(_layer_readings(idx, mclass, write, read, where))
-    return Derivation(claims, obligations, checks, failures, readings)
+    return Derivation(claims, obligations, checks, failures, readings, coverage(run))
 
 
 SELECTION_MEASURED_ON = "truncation sets: attention vs selector mass outside the served top-k, same candidates"

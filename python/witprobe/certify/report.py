@@ -63,7 +63,12 @@ def print_table(cert: dict[str, Any], out: TextIO) -> None:
 
 
 def print_summary(cert: dict[str, Any], out: TextIO) -> None:
+    from witprobe.certify.coverage import format_coverage
+
     s = cert["summary"]
+    print("coverage: model | family | memory class | layers covered | headline reading", file=out)
+    for line in format_coverage(cert.get("coverage", [])):
+        print(f"  {line}", file=out)
     lean = cert["lean"]
     checks = cert["self_checks"]
     bad = {k: v["count"] for k, v in checks.items() if not v["ok"]}
