@@ -39,5 +39,5 @@ Core Lean 4 only (no Mathlib). Modules:
 
 Per-run obligation files (`artifacts/**/obligations/*.lean`, written by
 `python -m witprobe.certify run`) import this module and prove `cert.check = true` by `decide`.
-The axiom audit is the separate target `WitprobeAudit` (`lake build WitprobeAudit`).
+The audit of axioms is the separate target `WitprobeAudit` (`lake build WitprobeAudit`).
 -/

@@ -2,13 +2,14 @@ import Lean
 import Witprobe
 
 /-!
-# Axiom audit of the Witprobe library
+# Audit of the axioms used by the Witprobe library
 
 Building this module *is* the audit (`lake build WitprobeAudit`): it walks every declaration
 whose name starts with `Witprobe` (theorems, definitions, instances, structures and the
-auxiliary declarations the compiler generates) and fails the build if any depends on an axiom
+auxiliary declarations the compiler generates) and fails the build if any depends on axioms
 other than `propext`, `Classical.choice` and `Quot.sound`. `sorryAx` (an unfinished proof),
-`Lean.ofReduceBool` (`native_decide`) and any axiom declared in the library are rejected.
+`Lean.ofReduceBool` (what the compiler-trusting decision tactic adds) and any axioms declared in
+the library are rejected.
 Definitions are audited as well as theorems, because a definition can carry a proof field.
 
 It is a separate library target (`lean_lib WitprobeAudit`, not a default target) so that
@@ -31,7 +32,7 @@ def findViolations : CommandElabM (Nat × Array String) := do
     if (`Witprobe).isPrefixOf c then
       checked := checked + 1
       if info matches .axiomInfo _ then
-        bad := bad.push s!"{c} is a declared axiom"
+        bad := bad.push s!"{c} is an assumed constant (declared without proof)"
       let axs ← collectAxioms c
       for a in axs do
         if !allowedAxioms.contains a then
@@ -42,10 +43,10 @@ def findViolations : CommandElabM (Nat × Array String) := do
 def audit : CommandElabM Unit := do
   let (checked, bad) ← findViolations
   if checked == 0 then
-    throwError "Witprobe axiom audit: no declaration under `Witprobe` was found"
+    throwError "Witprobe audit of axioms: no declaration under `Witprobe` was found"
   if !bad.isEmpty then
-    throwError "Witprobe axiom audit failed:\n{String.intercalate "\n" bad.toList}"
-  logInfo s!"Witprobe axiom audit: {checked} declarations use only propext, Classical.choice, Quot.sound"
+    throwError "Witprobe audit of axioms failed:\n{String.intercalate "\n" bad.toList}"
+  logInfo s!"Witprobe audit of axioms: {checked} declarations use only propext, Classical.choice, Quot.sound"
 
 end WitprobeAudit
 

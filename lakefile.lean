@@ -8,7 +8,7 @@ pinned toolchain builds it. Per-run obligation files produced by `python -m witp
 import `Witprobe` and are checked with `lake env lean <file>`.
 
 `WitprobeAudit` is a separate, non-default target: building it (`lake build WitprobeAudit`)
-fails when any declaration under `Witprobe` depends on an axiom other than `propext`,
+fails when any declaration under `Witprobe` depends on axioms other than `propext`,
 `Classical.choice` and `Quot.sound`. The optional Mathlib package lives in `analytic/` and is
 never built from here. -/
 
