@@ -31,7 +31,7 @@ theorem score_bridge_banded {ι E : Type*} [NormedAddCommGroup E] [InnerProductS
     (s : Finset ι) (scale : ℝ) (hs : 0 ≤ scale) (q d : ι → E) :
     |scale * ∑ b ∈ s, (inner (q b) (d b) : ℝ)| ≤ scale * ∑ b ∈ s, ‖q b‖ * ‖d b‖ := by
   rw [abs_mul, abs_of_nonneg hs]
-  apply mul_le_mul_of_nonneg_left _ hs
+  refine mul_le_mul_of_nonneg_left ?_ hs
   calc |∑ b ∈ s, (inner (q b) (d b) : ℝ)| ≤ ∑ b ∈ s, |(inner (q b) (d b) : ℝ)| :=
         Finset.abs_sum_le_sum_abs _ _
     _ ≤ ∑ b ∈ s, ‖q b‖ * ‖d b‖ := Finset.sum_le_sum (fun b _ => abs_real_inner_le_norm _ _)
