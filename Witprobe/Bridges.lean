@@ -127,9 +127,7 @@ def RelClose (S r : Nat) : List Nat → List Nat → Prop
 /-- Ratio to L1: `S · Σ|p − p'| ≤ r · Σ p` when `p'` is within `1 ± r/S` of `p`. -/
 theorem l1dist_le_of_relClose (S r : Nat) :
     ∀ (p p' : List Nat), RelClose S r p p' → S * l1dist p p' ≤ r * sumList p
-  | [], [], _ => by
-    show S * 0 ≤ r * 0
-    omega
+  | [], [], _ => Nat.zero_le _
   | [], _ :: _, h => False.elim h
   | _ :: _, [], h => False.elim h
   | x :: xs, y :: ys, h => by

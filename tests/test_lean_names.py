@@ -110,3 +110,43 @@ def test_library_builds_with_lean():
     audit = subprocess.run([str(tc.lake), "build", "WitprobeAudit"], cwd=ROOT, capture_output=True, text=True,
                            timeout=3600)
     assert audit.returncode == 0, (audit.stdout + audit.stderr)[-4000:]
+
+
+def _no_lean_env(tmp_path) -> dict[str, str]:
+    import os
+    import sys
+
+    return {
+        "PATH": str(Path(sys.executable).parent) + os.pathsep + "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "WITPROBE_LEAN": str(tmp_path / "missing"),
+    }
+
+
+def test_manifest_export_degrades_without_lean(tmp_path):
+    import subprocess
+    import sys
+
+    from witprobe.formal.lean_runner import find_toolchain
+
+    env = _no_lean_env(tmp_path)
+    if find_toolchain(env)[0] is not None:
+        pytest.skip("a Lean toolchain is reachable; the no-Lean path cannot be exercised")
+    out = tmp_path / "theorems.json"
+    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "export_theorems.py"), "--out", str(out)],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 2
+    assert "no Lean toolchain found" in res.stderr and "was not written" in res.stderr
+    assert not out.exists()
+
+
+def test_lint_script_reports_forbidden_tokens(tmp_path):
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "lint_lean.py")], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stdout
+    from witprobe.formal.lint import lint_text
+
+    assert lint_text("theorem t : True := by sorry") == ["1:24: sorry"]
