@@ -12,7 +12,8 @@ Powers are computed by `npow` (structural recursion, so both the elaborator and 
 evaluate it with GMP multiplication, at recursion depth `r` and `n`, never `r·n`).
 
 Main results:
-* `Witprobe.missWithin_succ`: more rounds never hurt (monotone in `n`).
+* `Witprobe.missWithin_succ`, `Witprobe.sentinel_rounds`: more rounds never hurt (monotone in
+  `n`), so the detection latency is the least `n` with `q^n ≤ δ`.
 * `Witprobe.sentinel_rounds_r32` … `_r256`: the paper's worked numbers at `M = 1024`, `B = 1`,
   `δ = 0.01`: 148, 74, 37 and 19 rounds for `r = 32, 64, 128, 256`, each minimal (one round
   fewer does not reach 99%).
@@ -52,6 +53,13 @@ theorem missWithin_succ {M B r n dNum dDen : Nat} (hB : B ≤ M)
   have s2 : npow (npow M r) n * dNum * npow (M - B) r ≤ npow (npow M r) n * dNum * npow M r :=
     Nat.mul_le_mul (Nat.le_refl _) hab
   omega
+
+/-- Detection latency (Lemma 3): once `n` rounds reach confidence `1 − δ`, every later round
+count does too, so the latency is the least such `n`. -/
+theorem sentinel_rounds {M B r n dNum dDen : Nat} (hB : B ≤ M)
+    (h : missWithin M B r n dNum dDen = true) : ∀ k : Nat, missWithin M B r (n + k) dNum dDen = true
+  | 0 => h
+  | k + 1 => missWithin_succ hB (sentinel_rounds hB h k)
 
 -- The worked numbers below are decided by evaluating powers at recursion depth up to 256.
 set_option maxRecDepth 20000
