@@ -50,24 +50,35 @@ theorem expUpperOk_sound (tNum tDen e : ℕ) (h : Witprobe.expUpperOk tNum tDen 
   rw [hexpN] at hlt hmul
   have hsub : tNum ≤ 1024 * tDen := hlt.le
   set t : ℝ := (tNum : ℝ) / tDen with ht
-  have ht0 : 0 ≤ t := by positivity
+  have ht0 : 0 ≤ t := by
+    rw [ht]
+    positivity
   have htN : t < (1024 : ℕ) := by
     rw [ht, div_lt_iff hdR]
     exact_mod_cast hlt
+  have hd0 : (tDen : ℝ) ≠ 0 := ne_of_gt hdR
+  have hposR : (0 : ℝ) < 1024 * (tDen : ℝ) - tNum := by
+    have h : (tNum : ℝ) < 1024 * (tDen : ℝ) := by exact_mod_cast hlt
+    linarith
   have hb := exp_le_expUpper 1024 (by norm_num) t ht0 htN
   have hratio : ((1024 : ℕ) : ℝ) / (((1024 : ℕ) : ℝ) - t)
       = ((1024 * tDen : ℕ) : ℝ) / ((1024 * tDen - tNum : ℕ) : ℝ) := by
     rw [Nat.cast_sub hsub]
     push_cast
-    rw [ht]
+    have h1 : (1024 : ℝ) - t ≠ 0 := ne_of_gt (by
+      have h := htN
+      push_cast at h
+      linarith)
+    rw [div_eq_div_iff h1 hposR.ne', ht]
     field_simp
+    ring
   rw [hratio, div_pow] at hb
   have hF : (0 : ℝ) < (Witprobe.fixedOne : ℝ) := by
     have : (0 : ℕ) < Witprobe.fixedOne := by decide
     exact_mod_cast this
   have hden : (0 : ℝ) < ((1024 * tDen - tNum : ℕ) : ℝ) ^ 2 ^ 10 := by
-    have : (0 : ℕ) < 1024 * tDen - tNum := Nat.sub_pos_of_lt hlt
-    positivity
+    have h0 : (0 : ℕ) < 1024 * tDen - tNum := Nat.sub_pos_of_lt hlt
+    exact pow_pos (by exact_mod_cast h0) _
   have hmulR : (Witprobe.fixedOne : ℝ) * ((1024 * tDen : ℕ) : ℝ) ^ 2 ^ 10
       ≤ (e : ℝ) * ((1024 * tDen - tNum : ℕ) : ℝ) ^ 2 ^ 10 := by
     exact_mod_cast hmul
