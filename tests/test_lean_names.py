@@ -78,7 +78,11 @@ def test_lean_metric_constructors_match_registry():
 
 def test_lean_files_are_listed_in_status_file():
     status = (ROOT / "LEAN_STATUS.md").read_text(encoding="utf-8")
-    files = sorted(p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*.lean") if ".lake" not in p.parts)
+    # rendered per-run obligation files are covered by the template's row
+    files = sorted(
+        p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*.lean")
+        if ".lake" not in p.parts and p.relative_to(ROOT).parts[0] != "artifacts"
+    )
     unlisted = [f for f in files if f"`{f}`" not in status]
     assert unlisted == []
 
