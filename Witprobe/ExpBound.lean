@@ -33,9 +33,18 @@ def pow2k : Nat → Nat → Nat
 
 /-- `pow2k` is a power. -/
 theorem pow2k_eq : ∀ (k x : Nat), pow2k x k = x ^ (2 ^ k)
-  | 0, x => by simp [pow2k]
+  | 0, x => by
+    show x = x ^ (2 ^ 0)
+    first
+      | rfl
+      | simp
   | k + 1, x => by
-    rw [pow2k, pow2k_eq k (x * x), Nat.mul_pow, Nat.pow_succ, Nat.pow_mul, Nat.pow_two]
+    show pow2k (x * x) k = x ^ (2 ^ (k + 1))
+    rw [pow2k_eq k (x * x)]
+    -- (x·x)^(2^k) = x^(2^(k+1))
+    first
+      | rw [Nat.pow_succ, Nat.mul_comm (2 ^ k) 2, Nat.pow_mul, Nat.pow_two]
+      | rw [Nat.mul_pow, Nat.pow_succ, Nat.pow_mul, Nat.pow_two]
 
 /-- `E / fixedOne ≥ (1 - t/N)^(-N)` for `t = tNum / tDen`, with `0 ≤ t < N`. -/
 def expUpperOk (tNum tDen e : Nat) : Bool :=

@@ -59,10 +59,12 @@ theorem TransferKind.check_mono_claim (k : TransferKind) {u v v' e : Nat}
   cases k with
   | softmaxTv =>
     simp only [TransferKind.check, Bool.and_eq_true, decide_eq_true_eq] at h ⊢
+    have h2 := h.2
     exact ⟨h.1, by omega⟩
   | centredTv =>
     simp only [TransferKind.check, Bool.and_eq_true, decide_eq_true_eq] at h ⊢
     refine ⟨h.1, ?_⟩
+    have h2 := h.2
     have hm : v * (e + fixedOne) ≤ v' * (e + fixedOne) := Nat.mul_le_mul hv (Nat.le_refl _)
     omega
   | eformTv =>
