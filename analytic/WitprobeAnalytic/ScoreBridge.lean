@@ -36,4 +36,37 @@ theorem score_bridge_banded {ι E : Type*} [NormedAddCommGroup E] [InnerProductS
         Finset.abs_sum_le_sum_abs _ _
     _ ≤ ∑ b ∈ s, ‖q b‖ * ‖d b‖ := Finset.sum_le_sum (fun b _ => abs_real_inner_le_norm _ _)
 
+/-- Latent (MLA) score bridge. The key of head `h` is expanded from the latent, `k = W c`, so with
+the effective query `u` (`⟪u, c⟫ = ⟪q_nope, W c⟫` for every `c`, i.e. `u = Wᵀ q_nope`):
+`|scale·(⟪q_nope, W Δc⟫ + ⟪q_pe, Δk_pe⟫)| ≤ scale·(‖u‖·‖Δc‖ + ‖q_pe‖·‖Δk_pe‖)`. -/
+theorem latent_score_bridge {E F G : Type*} [NormedAddCommGroup E] [InnerProductSpace ℝ E]
+    [NormedAddCommGroup F] [InnerProductSpace ℝ F] [NormedAddCommGroup G] [InnerProductSpace ℝ G]
+    (W : F → E) (qn : E) (u : F) (hu : ∀ c : F, (inner u c : ℝ) = (inner qn (W c) : ℝ))
+    (scale : ℝ) (hs : 0 ≤ scale) (qpe dpe : G) (dc : F) :
+    |scale * ((inner qn (W dc) : ℝ) + (inner qpe dpe : ℝ))|
+      ≤ scale * (‖u‖ * ‖dc‖ + ‖qpe‖ * ‖dpe‖) := by
+  rw [← hu dc, abs_mul, abs_of_nonneg hs]
+  refine mul_le_mul_of_nonneg_left ?_ hs
+  calc |(inner u dc : ℝ) + (inner qpe dpe : ℝ)| ≤ |(inner u dc : ℝ)| + |(inner qpe dpe : ℝ)| := abs_add _ _
+    _ ≤ ‖u‖ * ‖dc‖ + ‖qpe‖ * ‖dpe‖ :=
+        add_le_add (abs_real_inner_le_norm _ _) (abs_real_inner_le_norm _ _)
+
+/-- Banded latent score bridge: Cauchy-Schwarz on each band of the effective query against the
+latent residual, and on each band of the rope query against the rope-key residual:
+`|scale·(Σ_b ⟪u_b, Δc_b⟫ + Σ_b ⟪q_pe,b, Δk_pe,b⟫)| ≤ scale·(Σ_b ‖u_b‖‖Δc_b‖ + Σ_b ‖q_pe,b‖‖Δk_pe,b‖)`. -/
+theorem latent_score_bridge_banded {ι κ F G : Type*} [NormedAddCommGroup F] [InnerProductSpace ℝ F]
+    [NormedAddCommGroup G] [InnerProductSpace ℝ G] (s : Finset ι) (t : Finset κ) (scale : ℝ)
+    (hs : 0 ≤ scale) (u dc : ι → F) (qpe dpe : κ → G) :
+    |scale * ((∑ b ∈ s, (inner (u b) (dc b) : ℝ)) + ∑ b ∈ t, (inner (qpe b) (dpe b) : ℝ))|
+      ≤ scale * ((∑ b ∈ s, ‖u b‖ * ‖dc b‖) + ∑ b ∈ t, ‖qpe b‖ * ‖dpe b‖) := by
+  rw [abs_mul, abs_of_nonneg hs]
+  refine mul_le_mul_of_nonneg_left ?_ hs
+  calc |(∑ b ∈ s, (inner (u b) (dc b) : ℝ)) + ∑ b ∈ t, (inner (qpe b) (dpe b) : ℝ)|
+        ≤ |∑ b ∈ s, (inner (u b) (dc b) : ℝ)| + |∑ b ∈ t, (inner (qpe b) (dpe b) : ℝ)| := abs_add _ _
+    _ ≤ (∑ b ∈ s, |(inner (u b) (dc b) : ℝ)|) + ∑ b ∈ t, |(inner (qpe b) (dpe b) : ℝ)| :=
+        add_le_add (Finset.abs_sum_le_sum_abs _ _) (Finset.abs_sum_le_sum_abs _ _)
+    _ ≤ (∑ b ∈ s, ‖u b‖ * ‖dc b‖) + ∑ b ∈ t, ‖qpe b‖ * ‖dpe b‖ :=
+        add_le_add (Finset.sum_le_sum (fun b _ => abs_real_inner_le_norm _ _))
+          (Finset.sum_le_sum (fun b _ => abs_real_inner_le_norm _ _))
+
 end WitprobeAnalytic

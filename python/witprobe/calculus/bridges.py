@@ -27,7 +27,7 @@ SCORE_EFORM = Metric("score", "eform_excess", "read")
 ATTN_TV = Metric("attn_dist", "tv", "read")
 SELECTOR_TV = Metric("selector_dist", "tv", "select")
 OSC_PROOF = "Witprobe.osc_le_two_linf"
-SELECTION_PROOF = "Witprobe.selection_additive"
+SELECTION_PROOF = "Witprobe.selectionContract_holds"
 
 
 @dataclass(frozen=True)
