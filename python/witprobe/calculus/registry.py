@@ -136,6 +136,13 @@ _DEFAULT: list[tuple[str, Tier, str, str, bool]] = [
      "measurement, the empirical selector-to-attention bridge", "coefficient", False),
     ("attn_dist:tv_total_realized@read", E, "TV of served (compressed keys, compressed selection) vs uncompressed "
      "attention: needs the uncompressed reference", "reading", False),
+    ("state:band_witness@write", C, "W = sum_b ||Delta_b|| over each row of a compressed recurrent state; "
+     "triangle inequality, self-checked per row", "bound", False),
+    ("state:rel_residual@write", E, "||Delta S||/||S|| of a recurrent-state write: a reading", "reading", False),
+    ("state:contraction@read", E, "per-channel decay a_t of a linear-attention state (histogram, E[log a], "
+     "log E[a], half-lives, share near 1): observation only", "reading", False),
+    ("state:groenwall@write", E, "running (prod max_j a) E + ||Delta_write||: bounds the layer's own state "
+     "quantization error only for identical inputs, which cannot be confirmed at runtime", "reading", False),
     ("attn_dist:tightness@read", E, "bound / realized TV: how loose a certified bound is on this run",
      "reading", False),
 ]

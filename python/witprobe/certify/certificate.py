@@ -103,6 +103,8 @@ def _claim_lean_status(claim: Claim, statuses: dict[str, ObligationStatus]) -> t
 
 def effective_tier(claim: Claim, lean_status: str, lean_reason: str) -> tuple[Tier, str]:
     """The tier a claim may print: registered only if kernel-checked and not vacuous."""
+    if claim.kind == "recurrent":
+        return Tier.EMPIRICAL, "observation only: no certificate is claimed for a recurrent state"
     if claim.value is None and not claim.forms:
         return Tier.EMPIRICAL, "no reads observed on this layer"
     if claim.vacuous:

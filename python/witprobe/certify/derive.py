@@ -9,6 +9,7 @@ produced for every non-vacuous form. ``certify check`` calls this again on the s
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -48,10 +49,12 @@ REQUIRED_READ_COUNTERS = {
     "dense_kv": _ROWS,
     "latent": _ROWS + ("latent_recon_mismatch",),
     "latent_indexed": _ROWS + ("latent_recon_mismatch",) + _SELECTION,
+    "recurrent": (),
 }
 WRITE_TENSORS = {"dense_kv": ("key", "value"), "latent": ("latent", "rope"),
-                 "latent_indexed": ("latent", "rope", "indexer")}
-SPEC_OF = {"dense_kv": DENSE_KV, "latent": LATENT, "latent_indexed": LATENT}
+                 "latent_indexed": ("latent", "rope", "indexer"), "recurrent": ("state",)}
+SPEC_OF = {"dense_kv": DENSE_KV, "latent": LATENT, "latent_indexed": LATENT, "recurrent": None}
+STATE_CONTRACTION = Metric("state", "contraction", "read")
 
 
 def self_check_meaning(name: str) -> str:
@@ -161,7 +164,7 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
         if mclass not in SPEC_OF:
             raise DeriveError(f"{where}: memory_class {mclass!r} is not one of {sorted(SPEC_OF)}")
         spec = SPEC_OF[mclass]
-        rows = _counter(read, "rows", where)
+        rows = _counter(read, "rows", where) if mclass != "recurrent" else _counter(read, "state_writes", where)
         for tensor in WRITE_TENSORS[mclass]:
             for suffix in WRITE_SELF_CHECKS:
                 name = f"{tensor}_{suffix}"
@@ -175,6 +178,14 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
         for name in sorted(read):
             if name.startswith("sel_eta") and "_flip_in_cert_r" in name:
                 checks[name] = checks.get(name, 0) + _counter(read, name, where)
+        if mclass == "recurrent":
+            if rows == 0:
+                failures.append(f"layer {idx}: no recurrent-state writes were observed (coverage)")
+            claims.append(_recurrent_claim(idx, layer, read, write, where))
+            readings.append({"layer": idx, "memory_class": mclass, "state_writes": rows,
+                             "state_rel_residual_mean": _stat(write, "state_rel_residual", "mean", where)
+                             if "state_rel_residual" in write else None})
+            continue
         cid = f"L{idx:02d}.attn_tv"
         if rows == 0:
             failures.append(f"layer {idx}: no attention reads were observed (coverage)")
@@ -227,6 +238,43 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
             claims.extend(_selection_claims(idx, read, where, best_eval, registry, failures))
         readings.append(_layer_readings(idx, mclass, write, read, where))
     return Derivation(claims, obligations, checks, failures, readings, coverage(run))
+
+
+def _half_life(log_a: float | None) -> float | None:
+    """Steps for a unit error to halve, ``ln 2 / -log a``; None when nothing contracts."""
+    if log_a is None or log_a >= 0:
+        return None
+    return math.log(2) / -log_a
+
+
+def _recurrent_claim(idx: int, layer: dict[str, Any], read: dict[str, Any], write: dict[str, Any],
+                     where: str) -> Claim:
+    """Observation only: the contraction profile of a recurrent layer, channel identity kept."""
+    e_log = _stat(read, "log_a_t", "mean", where) if "log_a_t" in read else None
+    mean_a = _stat(read, "a_t", "mean", where) if "a_t" in read else None
+    n = (read.get("a_t") or {}).get("n", 0)
+    hist = [_counter(read, f"a_hist_{i}", where) for i in range(5)]
+    ch = layer.get("channels") or {}
+    per = ch.get("mean_log_a") or []
+    contracting = [v for v in per if v < 0]
+    extra = {
+        "tokens_x_channels": n,
+        "mean_log_a": e_log,
+        "log_mean_a": math.log(mean_a) if mean_a else None,
+        "mean_a": mean_a,
+        "half_life_from_mean_log_a": _half_life(e_log),
+        "half_life_from_mean_a": _half_life(math.log(mean_a)) if mean_a else None,
+        "near_one_share": _counter(read, "a_near_one", where) / n if n else None,
+        "a_histogram_edges": [0, 0.5, 0.9, 0.99, 0.999, 1.0],
+        "a_histogram": [h / n for h in hist] if n else None,
+        "channels": len(per),
+        "channels_contracting": len(contracting),
+        "channel_mean_log_a_min": min(per) if per else None,
+        "channel_mean_log_a_max": max(per) if per else None,
+        "groenwall_state_error_max": _stat(read, "state_groenwall", "max", where) if "state_groenwall" in read else None,
+    }
+    return Claim(f"L{idx:02d}.state", idx, STATE_CONTRACTION, None, None, False, Tier.EMPIRICAL, 0.0,
+                 kind="recurrent", extra=extra)
 
 
 SELECTION_MEASURED_ON = "truncation sets: attention vs selector mass outside the served top-k, same candidates"

@@ -20,6 +20,7 @@ from witprobe.memory.codecs import Codec, make_codec
 from witprobe.models.zoo import MODELS, LoadedModel
 from witprobe.probe.layouts import layer_kinds, text_config, witness_cache_for
 from witprobe.probe.observer import ATTN_IMPLEMENTATION, Observer
+from witprobe.probe.recurrent import DecayHooks
 from witprobe.probe.selector import SelectorHooks
 
 RUN_SCHEMA = "witprobe-run/1"
@@ -98,7 +99,12 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
     model.set_attn_implementation(ATTN_IMPLEMENTATION)
     observer = Observer(num_layers)
     hooks = SelectorHooks(observer)
+    decay = DecayHooks(observer)
     try:
+        n_gates = decay.install(model)
+        n_recurrent = sum(k == "recurrent" for k in kinds)
+        if n_gates != n_recurrent:
+            raise ValueError(f"{n_gates} forget gates found for {n_recurrent} recurrent layers")
         n_indexers = hooks.install(model)
         n_indexed = sum(k == "latent_indexed" for k in kinds)
         if n_indexers != n_indexed:
@@ -106,6 +112,7 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
         requests = _generate_all(loaded, cfg, codec, observer, progress)
     finally:
         hooks.remove()
+        decay.remove()
     snap = observer.snapshot()
     layers = [
         {
@@ -115,6 +122,7 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
             "read": snap["read"][i],
             "host_write_calls": snap["host_write_calls"][i],
             "host_read_calls": snap["host_read_calls"][i],
+            **({"channels": snap["channels"][i]} if i in snap["channels"] else {}),
         }
         for i in range(num_layers)
     ]

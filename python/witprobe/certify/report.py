@@ -41,6 +41,7 @@ def print_table(cert: dict[str, Any], out: TextIO) -> None:
             file=out,
         )
     print("(* = vacuous: a TV bound >= 1 says nothing; bounds are rounded up)", file=out)
+    print_recurrent(cert, out)
     sel = {c["layer"]: c for c in cert["claims"] if c["kind"] == "selection"}
     if sel:
         tot = {c["layer"]: c for c in cert["claims"] if c["kind"] == "attn_tv_total"}
@@ -60,6 +61,27 @@ def print_table(cert: dict[str, Any], out: TextIO) -> None:
                 f"{_num(t['realized_tv_max'] if t else None):>8} {t['tier'] if t else '-':>9}",
                 file=out,
             )
+
+
+def print_recurrent(cert: dict[str, Any], out: TextIO) -> None:
+    """Recurrent layers: the contraction profile (observation only)."""
+    rec = [c for c in cert["claims"] if c["kind"] == "recurrent"]
+    if not rec:
+        return
+    head = (f"{'layer':>5} {'E[log a]':>9} {'log E[a]':>9} {'t1/2 log':>8} {'t1/2 mean':>9} {'a>.999':>7} "
+            f"{'contracting':>11} {'Groenwall':>9}")
+    print("\nrecurrent state (observation only; E[log a] governs contraction, not the mean):", file=out)
+    print(head, file=out)
+    print("-" * len(head), file=out)
+    for c in rec:
+        e = c["extra"]
+        print(
+            f"{c['layer']:>5} {_num(e['mean_log_a']):>9} {_num(e['log_mean_a']):>9} "
+            f"{_num(e['half_life_from_mean_log_a'], '{:.2f}'):>8} {_num(e['half_life_from_mean_a'], '{:.2f}'):>9} "
+            f"{_num(e['near_one_share'], '{:.3f}'):>7} {e['channels_contracting']:>5}/{e['channels']:<5} "
+            f"{_num(e['groenwall_state_error_max'], '{:.4f}'):>9}",
+            file=out,
+        )
 
 
 def print_summary(cert: dict[str, Any], out: TextIO) -> None:

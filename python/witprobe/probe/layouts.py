@@ -11,6 +11,7 @@ from typing import Any
 
 from witprobe.memory.codecs import Codec
 from witprobe.probe.latent import WitnessLatentLayer
+from witprobe.probe.recurrent import WitnessRecurrentLayer
 from witprobe.probe.selector import WitnessIndexedLatentLayer
 from witprobe.probe.witness_cache import WitnessCache, WitnessKVLayer, WriteRecorder
 
@@ -24,7 +25,7 @@ def text_config(config: Any) -> Any:
     return get(decoder=True) if callable(get) else config
 
 
-KNOWN_LAYER_TYPES = ("full_attention", "indexed_attention")
+KNOWN_LAYER_TYPES = ("full_attention", "indexed_attention", "linear_attention")
 
 
 def layer_kinds(config: Any) -> list[str]:
@@ -38,7 +39,9 @@ def layer_kinds(config: Any) -> list[str]:
     latent = bool(getattr(cfg, "kv_lora_rank", None))
     kinds = []
     for t in types:
-        if t == "indexed_attention":
+        if t == "linear_attention":
+            kinds.append("recurrent")
+        elif t == "indexed_attention":
             if not latent:
                 raise LayoutError("indexed attention without a latent cache is not supported")
             kinds.append("latent_indexed")
@@ -55,6 +58,8 @@ def witness_cache_for(config: Any, codec: Codec, bands: int, compress_values: bo
     for i, kind in enumerate(layer_kinds(cfg)):
         if kind == "dense_kv":
             layers.append(WitnessKVLayer(i, codec, codec if compress_values else None, bands, recorder))
+        elif kind == "recurrent":
+            layers.append(WitnessRecurrentLayer(i, codec, bands, recorder))
         elif kind == "latent":
             layers.append(WitnessLatentLayer(i, codec, codec if compress_values else None, bands, recorder,
                                              kv_lora_rank=cfg.kv_lora_rank, rope_dim=cfg.qk_rope_head_dim))

@@ -128,6 +128,7 @@ class Observer:
         self.read = [Accumulator(device) for _ in range(num_layers)]
         self.host_write_calls = [0] * num_layers
         self.host_read_calls = [0] * num_layers
+        self.channels: dict[int, dict] = {}  # per-channel decay sums of recurrent layers
 
     def attach(self, cache: WitnessCache) -> WitnessCache:
         self.cache = cache
@@ -161,6 +162,35 @@ class Observer:
         low, high = witness_violations(w, bands)
         acc.count(p + "viol_witness_below_residual", low)
         acc.count(p + "viol_witness_above_sqrt_bands", high)
+
+    # --- recurrent state ---------------------------------------------------------------------------
+    def note_state_write(self, layer_idx: int, groenwall: torch.Tensor) -> None:
+        """One recurrent-state write: count it and fold the running Groenwall quantity (a reading)."""
+        self.host_write_calls[layer_idx] += 1
+        acc = self.read[layer_idx]
+        acc.count("state_writes", torch.ones(groenwall.shape[0], dtype=torch.bool))
+        acc.fold("state_groenwall", groenwall)
+
+    def record_decay(self, layer_idx: int, g: torch.Tensor) -> None:
+        """Per-token, per-channel decay ``a = exp(g)``: statistics with channel identity kept."""
+        from witprobe.probe.recurrent import A_EDGES, NEAR_ONE
+
+        acc = self.read[layer_idx]
+        a = g.detach().to(torch.float64).exp().clamp(0.0, 1.0)
+        log_a = torch.log(a.clamp_min(1e-12))
+        acc.fold("a_t", a)
+        acc.fold("log_a_t", log_a)
+        acc.count("a_near_one", a > NEAR_ONE)
+        bins = torch.bucketize(a, torch.tensor(A_EDGES, dtype=a.dtype, device=a.device))
+        for i in range(len(A_EDGES) + 1):
+            acc.count(f"a_hist_{i}", bins == i)
+        per_channel = self.channels.setdefault(layer_idx, {})
+        flat_log = log_a.reshape(-1, log_a.shape[-2] * log_a.shape[-1])
+        flat_a = a.reshape(-1, a.shape[-2] * a.shape[-1])
+        for key, v in (("sum_log_a", flat_log.sum(0)), ("sum_a", flat_a.sum(0)),
+                       ("near_one", (flat_a > NEAR_ONE).sum(0).to(torch.float64))):
+            per_channel[key] = v if key not in per_channel else per_channel[key] + v
+        per_channel["n"] = per_channel.get("n", 0) + flat_a.shape[0]
 
     # --- read -----------------------------------------------------------------------------------
     def observe_read(
@@ -237,7 +267,17 @@ class Observer:
 
     def snapshot(self) -> dict[str, list]:
         """Host readback of every accumulator (the only synchronisation)."""
+        channels = {}
+        for layer, d in sorted(self.channels.items()):
+            n = d["n"]
+            channels[layer] = {
+                "n": n,
+                "mean_log_a": (d["sum_log_a"] / n).tolist(),
+                "mean_a": (d["sum_a"] / n).tolist(),
+                "near_one_share": (d["near_one"] / n).tolist(),
+            }
         return {
+            "channels": channels,
             "write": [a.finalize() for a in self.write],
             "read": [a.finalize() for a in self.read],
             "host_write_calls": list(self.host_write_calls),
