@@ -118,3 +118,17 @@ class AccountBook:
         with self._lock:
             acc = self.accounts.get(uid)
         return acc if acc is not None else self.open(uid, kind, rid)
+
+
+#: Metrics the ledger emits in its records (each must be registered; checked at snapshot time).
+EMITTED_METRICS = (
+    "entry:sr_radius@write", "entry:sr_witness@write", "request:delta_spent@ledger",
+    "request:eprocess_log_m@ledger", "entry:retention@read", "entry:retention@write", "attn_dist:tv@read",
+)
+
+
+def emitted_metrics() -> dict[str, str]:
+    """``metric -> tier`` of everything a ledger record carries; an unregistered metric raises."""
+    from witprobe.calculus.registry import DEFAULT_REGISTRY
+
+    return {m: DEFAULT_REGISTRY.require(m).tier.value for m in EMITTED_METRICS}

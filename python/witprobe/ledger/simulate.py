@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from witprobe.calculus.rounding import fraction_text
-from witprobe.ledger.accounts import AccountBook
+from witprobe.ledger.accounts import AccountBook, emitted_metrics
 from witprobe.ledger.certificates import tv_step_bound
 from witprobe.ledger.identity import WARMUP_UID, IdentityTracker, Row, attribute
 from witprobe.ledger.journal import Journal
@@ -46,7 +46,7 @@ from witprobe.ledger.slots import ReadTally
 from witprobe.ledger.trace import FAMILIES, WRITES_FILE, TraceError, load_manifest
 from witprobe.ledger.writer import CertifiedWriter, WriterConfig
 
-FAULTS = ("none", "no-reuse-invalidation", "family-collision", "split-accounts", "drop-plan", "sr-bias")
+FAULTS = ("none", "no-reuse-invalidation", "family-collision", "split-accounts", "drop-plan", "sr-coarse")
 DEFAULT_AUTH_THR = {"key": 9.0, "value": 0.3}
 DEFAULT_PAGE_SIZE = {"key": 16, "value": 8}
 WARMUP_SALT = 1 << 40
@@ -191,7 +191,7 @@ class Engine:
         self.identity = IdentityTracker(split_on_every_extend=cfg.fault == "split-accounts")
         self.writers = {
             fam: CertifiedWriter(WriterConfig(nonce=cfg.nonce, w_thr=cfg.auth_thr[fam], drop_bits=cfg.drop_bits,
-                                              bands=cfg.bands, sr_bias=0.25 if cfg.fault == "sr-bias" else 0.0))
+                                              bands=cfg.bands, kernel_extra_drop=1 if cfg.fault == "sr-coarse" else 0))
             for fam in FAMILIES
         }
         self.journal = Journal(out / f"journal.rank{rank}.sqlite", synchronous=cfg.synchronous, header={
@@ -409,6 +409,7 @@ class Engine:
                        "slots_reused_at_write": F.slots.n_reuse_at_write} for name, F in self.pool.families.items()}
         return {
             "rank": self.rank,
+            "metrics": emitted_metrics(),
             "accounts": accounts,
             "eprocess_global": self.book.global_eprocess.record(),
             "identity": {

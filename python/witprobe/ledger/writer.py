@@ -19,8 +19,10 @@ For an event of ``n`` entries of account ``a`` whose next budget is ``delta_i``:
 5. **E-process** factors ``log g = 2 z - 0.5`` (``z = (W - m)/sqrt(C)``, ``m = mean + det``) for
    authorized entries with ``C > 0``, folded into the account's and the global process.
 
-``sr_bias`` is a fault switch for tests (a miscalibrated kernel that rounds up with probability
-``theta + sr_bias``): the e-process must notice it.
+``kernel_extra_drop`` is a fault switch for tests: a kernel that masks more mantissa bits than
+the radius was computed for (a misconfigured kernel; its draws are still unbiased on its own,
+coarser grid). The realized witness then drifts above the certified mean and the e-process must
+raise the alarm.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from witprobe.memory.stochastic_rounding import (
     keyed_uniforms,
     radius_parts,
     realized_witness,
+    round_with,
     values_to_codes,
 )
 
@@ -63,15 +66,15 @@ class WriterConfig:
     w_thr: float
     drop_bits: int = 2
     bands: int = 1
-    sr_bias: float = 0.0
+    kernel_extra_drop: int = 0
 
     def __post_init__(self) -> None:
         if not (isinstance(self.w_thr, (int, float)) and math.isfinite(self.w_thr) and self.w_thr >= 0):
             raise WriterError(f"w_thr must be a finite nonnegative number, got {self.w_thr!r}")
         if not 0 <= self.nonce < 2**32:
             raise WriterError(f"nonce must fit 32 bits, got {self.nonce!r}")
-        if not 0.0 <= self.sr_bias < 1.0:
-            raise WriterError(f"sr_bias must lie in [0, 1), got {self.sr_bias!r}")
+        if self.kernel_extra_drop < 0 or self.drop_bits + self.kernel_extra_drop > 3:
+            raise WriterError(f"kernel_extra_drop {self.kernel_extra_drop!r} leaves no valid e4m3 coarsening")
 
 
 @dataclass(frozen=True)
@@ -145,8 +148,8 @@ class CertifiedWriter:
             j = torch.from_numpy(np.nonzero(auth)[0]).to(torch.int64)
             u = keyed_uniforms(torch.tensor(key, dtype=torch.int64), j.unsqueeze(1) * d + torch.arange(d))
             g = _take(prep.grid, torch.from_numpy(a_idx))
-            up = u < (g.theta + self.cfg.sr_bias) if self.cfg.sr_bias else u < g.theta
-            served_vals = torch.sign(g.value) * torch.where(up & (g.step > 0), g.lo + g.step, g.lo)
+            kg = coarse_grid(g.value, self.cfg.drop_bits + self.cfg.kernel_extra_drop) if self.cfg.kernel_extra_drop else g
+            served_vals = round_with(kg, u)
             w = realized_witness(g, served_vals, prep.scale_exp[torch.from_numpy(a_idx)], self.cfg.bands).numpy()
             viol = w > radius[auth]
             served_codes = values_to_codes(served_vals)
