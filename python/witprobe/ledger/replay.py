@@ -132,7 +132,9 @@ def replay(path: Path, thresholds: tuple[float, ...] = THRESHOLDS, *, entry_byte
     if missing:
         raise TraceError(f"{path}: missing columns {sorted(missing)} (expected {', '.join(READ_COLUMNS)})")
     total = pf.metadata.num_rows
-    th32 = th.astype(np.float32)
+    th32 = th.astype(np.float32)  # rounded down, so that W <= th32 implies W <= W_thr
+    over = th32.astype(np.float64) > th
+    th32[over] = np.nextafter(th32[over], np.float32(-np.inf))
     counts = np.zeros(th.size + 1, np.int64)
     per_req: dict[int, np.ndarray] = {}
     qn_max = 0.0
