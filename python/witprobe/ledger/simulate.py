@@ -73,6 +73,7 @@ class SimConfig:
     fault: str = "none"
     seed: int = 0
     synchronous: str = "NORMAL"
+    ledger: bool = True  # False: the baseline for overhead ratios (exact writes, no checks, no journal events)
 
     def validate(self) -> None:
         if self.fault not in FAULTS:
@@ -291,8 +292,22 @@ class Engine:
         tok_uid = attribute(rows, row_uids, plan_tokens)
         for li in range(len(self.layers)):
             for fam in FAMILIES:
+                if not self.cfg.ledger:
+                    self._write_plain(batch, li, fam)
+                    continue
                 self._write(batch, li, fam, tok_uid, n_tok)
                 self._read(batch, li, fam)
+
+    def _write_plain(self, batch, li: int, fam: str) -> None:
+        """Baseline without the ledger: store the exact bytes, nothing else."""
+        assert self.pool is not None
+        F = self.pool.families[fam]
+        H = self.heads
+        for r, s, e in batch:
+            ns = li * H + np.tile(np.arange(H), e - s)
+            sl = np.repeat(r.tables[fam].slot[s:e], H)
+            codes = r.rec.codes[fam][li, :, s:e, :].transpose(1, 0, 2).reshape(-1, F.dim)
+            self._store(F, ns, sl, codes, codes, r.rec.scale_exp[fam][li, :, s:e].T.reshape(-1))
 
     def _write(self, batch, li: int, fam: str, tok_uid: np.ndarray | None, n_tok: int) -> None:
         assert self.pool is not None
