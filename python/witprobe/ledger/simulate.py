@@ -476,6 +476,9 @@ def _warmups(users: list[Request], recs: list[RecordedRequest], eng: Engine) -> 
 def run_rank(cfg: SimConfig, out: Path, rank: int = 0, progress: bool = False) -> dict[str, Any]:
     """Serve the trace on one replica with ``cfg.workers`` threads; write ledger + journal files."""
     cfg.validate()
+    # tensors here are small (one event at a time) and workers are threads: intra-op parallelism
+    # only adds OpenMP barrier waits (milliseconds per op on a shared machine)
+    torch.set_num_threads(1)
     meta, recs = load_trace(cfg.trace)
     out.mkdir(parents=True, exist_ok=True)
     eng = Engine(cfg, meta, out, rank)
