@@ -134,3 +134,14 @@ def test_bad_inputs(tmp_path):
         Journal(tmp_path / "x.sqlite", synchronous="OFF")
     assert canonical({"b": 1, "a": [1, 2]}) == '{"a":[1,2],"b":1}'
     assert record_hash(1, "k", "{}", "0" * 64) != record_hash(2, "k", "{}", "0" * 64)
+
+
+def test_verify_cli_names_the_first_bad_record(tmp_path):
+    p = _journal(tmp_path)
+    data = bytearray(p.read_bytes())
+    at = data.find(b"12352")  # counter 7 -> seq 9
+    data[at + 4] ^= 0x01
+    p.write_bytes(bytes(data))
+    proc = subprocess.run([sys.executable, "-m", "witprobe.ledger", "verify", str(p)], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout)["first_bad"] == 9 and "first bad record 9" in proc.stderr

@@ -131,3 +131,22 @@ def test_single_rank_cannot_show_coupling(tmp_path):
     c = gate["criteria"]
     assert rc == 1 and not c["replica_coupling_identical"]["ok"]
     assert all(v["ok"] for k, v in c.items() if k != "replica_coupling_identical"), c
+
+
+def test_coupling_compares_the_union_of_accounts(good_run, tmp_path):
+    out, _, _ = good_run
+    import shutil
+
+    for how in ("digest", "only-on-rank-1"):
+        d = tmp_path / how
+        shutil.copytree(out, d)
+        p = d / "ledger.rank1.json"
+        snap = json.loads(p.read_text())
+        if how == "digest":  # one replica drew different bits for one account
+            snap["accounts"][2]["draw_digest"] = "0" * 64
+        else:  # an account that rank 0 never saw: comparing only rank 0's ids would miss it
+            extra = dict(snap["accounts"][1], rid="req-extra", uid=99)
+            snap["accounts"].append(extra)
+        p.write_text(json.dumps(snap))
+        c = evaluate(d).criteria["replica_coupling_identical"]
+        assert not c.ok, how
