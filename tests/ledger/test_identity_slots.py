@@ -106,3 +106,13 @@ def test_pool_reuse_invalidates_and_prefix_lookup_validates_generation():
             assert hits == [] and F.n_prefix_stale_dropped == 1
         else:
             assert [h.page for h in hits][:1] == stolen  # a stale page is attached: the hazard
+
+
+def test_entry_level_read_fallback_is_per_entry():
+    t = SlotTable(1, 4)
+    t.write(np.zeros(4, np.int64), np.arange(4), 1, np.full(4, SlotState.MASKED, np.uint8),
+            np.array([0.1, 0.5, 0.2, 0.9]), np.ones(4), 1)
+    r = t.check_reads(np.zeros(4, np.int64), np.arange(4), np.zeros(4, np.int64), np.ones(4, np.int64),
+                      np.array([1, 2, 3, 4]), 1, 0.3)
+    assert r.n_retained == 1 + 3 and r.n_fallback_exact_read == 2 + 4  # only the failing entries fall back
+    assert r.n_served_over_radius == 0 and r.n_reads == 10

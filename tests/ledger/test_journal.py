@@ -145,3 +145,15 @@ def test_verify_cli_names_the_first_bad_record(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "witprobe.ledger", "verify", str(p)], capture_output=True, text=True)
     assert proc.returncode == 1
     assert json.loads(proc.stdout)["first_bad"] == 9 and "first bad record 9" in proc.stderr
+
+
+def test_account_close_must_match_its_records(tmp_path):
+    p = tmp_path / "j.sqlite"
+    j = Journal(p, header={"delta_req": "1/100"})
+    j.append("write", {"uid": 4, "counter": 0, "delta": "1/200"})
+    j.append("reads", {"uid": 4, "n_reads": 10})
+    j.append("reads", {"uid": 4, "n_reads": 5})
+    j.append("account_close", {"uid": 4, "n_write_events": 1, "n_prob_events": 1, "delta_spent": "1/200", "n_reads": 14})
+    j.close()
+    res = verify(p)
+    assert not res.ok and res.first_bad == 5 and "n_reads" in res.reason

@@ -115,15 +115,20 @@ def test_slot_reuse_without_invalidation_fails_the_gate(tmp_path):
     assert not c["read_out_of_generation==0"]["ok"] or not c["foreign_reads==0"]["ok"]
 
 
-@pytest.mark.parametrize("fault,criterion", [
-    ("family-collision", "foreign_reads==0"),
-    ("split-accounts", "n_user_requests==8"),
-    ("drop-plan", "identity_fail_closed==0"),
-    ("sr-coarse", "eprocess_not_crossed"),
+@pytest.mark.parametrize("fault,criteria", [
+    # the collision is caught at run time by the owner ledger (which reading trips first depends
+    # on thread timing: a foreign owner, or a generation moved by the other family's writes)
+    ("family-collision", ("foreign_reads==0", "read_out_of_generation==0")),
+    ("split-accounts", ("n_user_requests==8",)),
+    ("drop-plan", ("identity_fail_closed==0",)),
+    ("sr-coarse", ("eprocess_not_crossed",)),
 ])
-def test_injected_faults_fail_their_criterion(tmp_path, fault, criterion):
+def test_injected_faults_fail_their_criterion(tmp_path, fault, criteria):
     rc, gate = _simulate(tmp_path / fault, "--fault", fault, "--ranks", "1", "--decode-steps", "16")
-    assert rc == 1 and not gate["criteria"][criterion]["ok"], gate["criteria"][criterion]
+    c = gate["criteria"]
+    assert rc == 1 and any(not c[k]["ok"] for k in criteria), {k: c[k] for k in criteria}
+    if fault == "family-collision":
+        assert not c["pool_namespaces_disjoint"]["ok"]
 
 
 def test_single_rank_cannot_show_coupling(tmp_path):

@@ -156,12 +156,12 @@ def evaluate(d: Path) -> GateReport:
         C["all_budgets<=delta_req"] = Criterion(not bad and n_acc > 0, {"max_spent": float(worst), "max_spent_exact": f"{worst.numerator}/{worst.denominator}", "accounts": n_acc, "bad": bad[:10]},
                                                 "; ".join(bad[:3]) if bad else ("" if n_acc else "no accounts"))
 
-    def zero(name: str, path: tuple[str, ...], users_only: bool = True, extra: dict | None = None) -> None:
+    def zero(name: str, path: tuple[str, ...], users_only: bool = False, extra: dict | None = None) -> None:
         v = _sum_field(ranks, path, users_only) if ranks else None
         C[name] = Criterion(v == 0, v if extra is None else {"value": v, **extra},
                             "reading missing" if v is None else ("" if v == 0 else f"{v} > 0"))
 
-    attributed = _sum_field(ranks, ("read", "n_read_foreign_attributed"), True) if ranks else None
+    attributed = _sum_field(ranks, ("read", "n_read_foreign_attributed")) if ranks else None
     zero("foreign_reads==0", ("read", "n_read_foreign_unattributed"), extra={"foreign_reads_attributed_to_writer": attributed})
     zero("read_unwritten==0", ("read", "n_read_unwritten"))
     viol = _sum_field(ranks, ("n_auth_violations",), False) if ranks else None

@@ -13,7 +13,9 @@ survives power loss, at the price of one fsync per commit.
 :func:`verify` accepts a journal or names its first bad record: a broken chain, a wrong hash, a
 gap in ``seq``, a body that is not canonical JSON, or a ledger record whose arithmetic is wrong
 (a write event whose ``delta`` is not ``delta_req / ((k+1)(k+2))`` for the account's counter
-``k``, a counter that skips, a spend above ``delta_req``). A flipped byte in a record changes its
+``k``, a counter that skips, a spend above ``delta_req``, an ``account_close`` whose totals differ
+from what the account's ``write`` and ``reads`` records add up to, or a record for an account after
+its close). A flipped byte in a record changes its
 hash; a flipped byte in SQLite's own structures makes the database unreadable, which is reported
 as such. A journal without a ``close`` record was not shut down cleanly (a crash): it is still
 valid up to its last committed record, and ``verify`` says so.
@@ -158,6 +160,9 @@ class _Semantics:
         self.delta_req: Fraction | None = None
         self.counter: dict[str, int] = {}
         self.spent: dict[str, Fraction] = {}
+        self.writes: dict[str, int] = {}
+        self.reads: dict[str, int] = {}
+        self.closed: set[str] = set()
         self.n_events = 0
 
     def check(self, kind: str, body: dict[str, Any]) -> str | None:
@@ -167,10 +172,21 @@ class _Semantics:
             if "delta_req" in body:
                 self.delta_req = _frac(body["delta_req"])
             return None
+        acct = f"{body.get('rank', 0)}:{body.get('uid')}"
+        if kind in ("write", "reads") and acct in self.closed:
+            return f"account {acct}: {kind} record after its account_close"
+        if kind == "reads":
+            n = body.get("n_reads")
+            if not isinstance(n, int) or n < 0:
+                return f"account {acct}: read summary without a valid n_reads"
+            self.reads[acct] = self.reads.get(acct, 0) + n
+            return None
+        if kind == "account_close":
+            return self._close(acct, body)
         if kind != "write":
             return None
         self.n_events += 1
-        acct = f"{body.get('rank', 0)}:{body.get('uid')}"
+        self.writes[acct] = self.writes.get(acct, 0) + 1
         k = body.get("counter")
         if k is None:  # deterministic event: spends 0
             return None if _frac(body.get("delta", "0/1")) == 0 else "deterministic write event with nonzero delta"
@@ -189,6 +205,22 @@ class _Semantics:
             return f"account {acct}: spend {self.spent[acct]} exceeds delta_req {self.delta_req}"
         if "spent" in body and _frac(body["spent"]) != self.spent[acct]:
             return f"account {acct}: recorded spend {body['spent']} differs from the re-derived {self.spent[acct]}"
+        return None
+
+    def _close(self, acct: str, body: dict[str, Any]) -> str | None:
+        """An account's closing record must equal what its write and read records add up to."""
+        self.closed.add(acct)
+        want = {
+            "n_write_events": self.writes.get(acct, 0),
+            "n_prob_events": self.counter.get(acct, 0),
+            "delta_spent": self.spent.get(acct, Fraction(0)),
+            "n_reads": self.reads.get(acct, 0),
+        }
+        got = dict(body)
+        got["delta_spent"] = _frac(body.get("delta_spent", "-1/1"))
+        diff = [k for k, v in want.items() if got.get(k) != v]
+        if diff:
+            return f"account {acct}: account_close disagrees with its records on {diff}"
         return None
 
 

@@ -290,13 +290,17 @@ class Engine:
         n_tok = sum(e - s for _, s, e in batch)
         plan_tokens = n_tok + (1 if self.cfg.fault == "drop-plan" and batch_id % 7 == 3 else 0)
         tok_uid = attribute(rows, row_uids, plan_tokens)
+        tallies: dict[int, ReadTally] = {}
         for li in range(len(self.layers)):
             for fam in FAMILIES:
                 if not self.cfg.ledger:
                     self._write_plain(batch, li, fam)
                     continue
                 self._write(batch, li, fam, tok_uid, n_tok)
-                self._read(batch, li, fam)
+                self._read(batch, li, fam, tallies)
+        if tallies:  # one read summary per batch and account (reads are deterministic: delta = 0)
+            self.journal.append_many([("reads", {"rank": self.rank, "uid": uid, **asdict(t)})
+                                      for uid, t in sorted(tallies.items())])
 
     def _write_plain(self, batch, li: int, fam: str) -> None:
         """Baseline without the ledger: store the exact bytes, nothing else."""
@@ -372,7 +376,7 @@ class Engine:
             tab.exp_gen[np.ix_(ns, np.arange(s, e))] = F.slots.gen[np.ix_(ns, sl)]
             tab.exp_owner[s:e] = r.uid if r.uid is not None else -1
 
-    def _read(self, batch, li: int, fam: str) -> None:
+    def _read(self, batch, li: int, fam: str, tallies: dict[int, ReadTally]) -> None:
         assert self.pool is not None
         F = self.pool.families[fam]
         H = self.heads
@@ -392,6 +396,7 @@ class Engine:
             self.owner.attribute(r.uid, F.slots.owner[ns, sl], mm)
             acc = self.book.get(r.uid)
             qn = float(r.rec.qn[li, :, s:e].max())
+            tallies.setdefault(r.uid, ReadTally()).add(t)
             with acc.lock:
                 acc.read.add(t)
                 acc.n_read_steps += 1
@@ -443,7 +448,7 @@ class Engine:
         }
 
 
-def _requests(cfg: SimConfig, recs: list[RecordedRequest]) -> tuple[list[Request], list[Request]]:
+def _requests(cfg: SimConfig, recs: list[RecordedRequest]) -> list[Request]:
     if cfg.accounts > len(recs):
         raise ValueError(f"the trace holds {len(recs)} recorded requests; --accounts {cfg.accounts} is too many")
     users = []
@@ -452,7 +457,7 @@ def _requests(cfg: SimConfig, recs: list[RecordedRequest]) -> tuple[list[Request
         steps = rec.n_positions - rec.prompt_len if cfg.decode_steps is None else min(cfg.decode_steps, rec.n_positions - rec.prompt_len)
         users.append(Request(rid=f"req-{i}", rec=rec, length=rec.prompt_len + steps, prompt_len=rec.prompt_len,
                              salt=0, warmup=False))
-    return users, []
+    return users
 
 
 def _warmups(users: list[Request], recs: list[RecordedRequest], eng: Engine) -> list[Request]:
@@ -482,7 +487,7 @@ def run_rank(cfg: SimConfig, out: Path, rank: int = 0, progress: bool = False) -
     meta, recs = load_trace(cfg.trace)
     out.mkdir(parents=True, exist_ok=True)
     eng = Engine(cfg, meta, out, rank)
-    users, _ = _requests(cfg, recs)
+    users = _requests(cfg, recs)
     eng.build_pool(users)
     t0 = time.perf_counter()
     # warmup: serial, prefill only, warmup account
@@ -557,7 +562,7 @@ def run_rank(cfg: SimConfig, out: Path, rank: int = 0, progress: bool = False) -
 def _close_body(rec: dict[str, Any]) -> dict[str, Any]:
     keys = ("uid", "rid", "delta_spent", "n_prob_events", "n_det_events", "n_write_events", "n_entries_written",
             "n_authorized", "n_fallback_exact", "n_auth_violations", "draw_digest")
-    return {k: rec[k] for k in keys}
+    return {**{k: rec[k] for k in keys}, "n_reads": rec["read"]["n_reads"]}
 
 
 def _cache_own_pages(eng: Engine, r: Request) -> None:
