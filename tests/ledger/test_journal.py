@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from witprobe.ledger.journal import Journal, JournalError, canonical, read_records, record_hash, verify
+from witprobe.ledger.journal import Journal, JournalError, canonical, record_hash, verify
 
 CHILD = r"""
 import sys

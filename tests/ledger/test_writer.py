@@ -10,7 +10,7 @@ import witprobe.ledger.writer as writer_mod
 from witprobe.ledger.accounts import AccountBook
 from witprobe.ledger.slots import SlotState
 from witprobe.ledger.writer import CertifiedWriter, WriterConfig, WriterError
-from witprobe.memory.stochastic_rounding import code_values, encode_e4m3
+from witprobe.memory.stochastic_rounding import encode_e4m3
 
 D = 64
 

@@ -47,7 +47,6 @@ class Account:
     qn_max: float | None = None
     reads_by_others: int = 0
     assumptions: Counter = field(default_factory=Counter)
-    degraded: list[str] = field(default_factory=list)
     _digest: Any = field(default_factory=hashlib.sha256, repr=False)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -87,7 +86,6 @@ class Account:
             "qn_max": self.qn_max,
             "reads_by_others": self.reads_by_others,
             "assumptions": dict(self.assumptions),
-            "degraded": list(self.degraded),
         }
 
 

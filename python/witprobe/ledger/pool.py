@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from witprobe.ledger.slots import NO_OWNER, SlotState, SlotTable
+from witprobe.ledger.slots import SlotState, SlotTable
 
 
 class PoolError(RuntimeError):
@@ -195,4 +195,4 @@ def prefix_hashes(tokens: list[int], page_size: int, n_full: int, salt: int = 0)
     return out
 
 
-__all__ = ["FamilySpec", "Family", "PagedPool", "PoolError", "PrefixHit", "prefix_hashes", "NO_OWNER"]
+__all__ = ["FamilySpec", "Family", "PagedPool", "PoolError", "PrefixHit", "prefix_hashes"]

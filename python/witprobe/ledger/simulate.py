@@ -342,6 +342,8 @@ class Engine:
         for uid in dict.fromkeys(ent_uid.tolist()):
             idx = np.nonzero(ent_uid == uid)[0]
             acc = self.book.get(uid)
+            # the "layer" part of the RNG key (nonce, uid, layer, counter) is layer * families + family,
+            # so the key and value events of one layer draw from distinct streams
             out = writer.write_event(self.book, acc, self.layers[li] * len(FAMILIES) + FAMILIES.index(fam), prep, idx)
             with self._lock:
                 self.n_write_events += 1
