@@ -145,6 +145,20 @@ _DEFAULT: list[tuple[str, Tier, str, str, bool]] = [
      "quantization error only for identical inputs, which cannot be confirmed at runtime", "reading", False),
     ("attn_dist:tightness@read", E, "bound / realized TV: how loose a certified bound is on this run",
      "reading", False),
+    # --- Ledger (python/witprobe/ledger) -------------------------------------------------------
+    ("entry:sr_radius@write", C, "pre-draw radius u = mean + det + sqrt(C/2 ln(n/delta_i)) of a stochastic-"
+     "rounding write; holds for every entry of an event with probability >= 1 - delta_i (McDiarmid, "
+     "Jensen mean term, exact clamp shift); the audit restores exact bytes wherever it is beaten", "bound", False),
+    ("entry:sr_witness@write", C, "realized W = sum_b ||served_b - exact_b|| of the bytes in the pool, "
+     "computed exactly from both byte strings at the write and again at every read", "bound", False),
+    ("request:delta_spent@ledger", C, "exact telescoping spend delta_req*k/(k+1) of one account after k "
+     "probabilistic events (rationals, re-derived from the journal)", "bound", False),
+    ("request:eprocess_log_m@ledger", E, "log of the e-process M_t: a drift-sentinel reading whose crossing "
+     "of ln(1/delta_e) is the decision, not a bound", "reading", False),
+    ("entry:retention@read", E, "fraction of entry reads served compressed under W_entry <= W_thr: a "
+     "reading of the policy, not a bound", "reading", False),
+    ("entry:retention@write", E, "fraction of written entries authorized and stored masked: a reading",
+     "reading", False),
 ]
 
 

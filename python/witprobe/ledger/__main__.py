@@ -1,0 +1,7 @@
+"""``python -m witprobe.ledger``."""
+
+import sys
+
+from witprobe.ledger.cli import main
+
+sys.exit(main())

@@ -1,0 +1,298 @@
+"""The durable journal: append-only, hash-chained, in SQLite (WAL).
+
+Every ledger event is one row ``(seq, kind, body, prev, hash)`` with ``body`` canonical JSON
+(sorted keys, no spaces) and ``hash = sha256(seq | kind | body | prev)`` (fields joined by the
+unit separator ``0x1f``); ``prev`` is the hash of record ``seq - 1`` (64 zeros for the first).
+Triggers refuse ``UPDATE`` and ``DELETE``.
+
+Durability: an event is *committed* when :meth:`Journal.append_many` returns. The journal runs
+in WAL mode; ``synchronous=NORMAL`` (default) survives the writing process being killed at any
+instant (the WAL is in the OS page cache once a commit returns); ``synchronous=FULL`` also
+survives power loss, at the price of one fsync per commit.
+
+:func:`verify` accepts a journal or names its first bad record: a broken chain, a wrong hash, a
+gap in ``seq``, a body that is not canonical JSON, or a ledger record whose arithmetic is wrong
+(a write event whose ``delta`` is not ``delta_req / ((k+1)(k+2))`` for the account's counter
+``k``, a counter that skips, a spend above ``delta_req``, an ``account_close`` whose totals differ
+from what the account's ``write`` and ``reads`` records add up to, or a record for an account after
+its close). A flipped byte in a record changes its
+hash; a flipped byte in SQLite's own structures makes the database unreadable, which is reported
+as such. A journal without a ``close`` record was not shut down cleanly (a crash): it is still
+valid up to its last committed record, and ``verify`` says so.
+
+This module imports no torch, so a writer process can start in milliseconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+FORMAT = "witprobe-ledger-journal/1"
+GENESIS = "0" * 64
+SEP = "\x1f"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS journal (
+    seq INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    body TEXT NOT NULL,
+    prev TEXT NOT NULL,
+    hash TEXT NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS journal_no_update BEFORE UPDATE ON journal
+BEGIN SELECT RAISE(ABORT, 'the journal is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS journal_no_delete BEFORE DELETE ON journal
+BEGIN SELECT RAISE(ABORT, 'the journal is append-only'); END;
+"""
+
+
+class JournalError(RuntimeError):
+    """The journal cannot be opened or appended to (the message says why)."""
+
+
+def canonical(body: dict[str, Any]) -> str:
+    """Canonical JSON of a record body (sorted keys, compact, ASCII)."""
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+def record_hash(seq: int, kind: str, body: str, prev: str) -> str:
+    return hashlib.sha256(f"{seq}{SEP}{kind}{SEP}{body}{SEP}{prev}".encode()).hexdigest()
+
+
+class Journal:
+    """Append-only hash-chained journal. Thread-safe: appends are serialized by one lock."""
+
+    def __init__(self, path: Path | str, *, synchronous: str = "NORMAL", header: dict[str, Any] | None = None) -> None:
+        if synchronous not in ("NORMAL", "FULL"):
+            raise JournalError(f"synchronous must be NORMAL or FULL, got {synchronous!r}")
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA synchronous={synchronous}")
+            self._db.executescript(_SCHEMA)
+            row = self._db.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1").fetchone()
+        except sqlite3.DatabaseError as e:
+            raise JournalError(f"cannot open journal {self.path}: {e}") from None
+        self._seq, self._head = (row[0], row[1]) if row else (0, GENESIS)
+        if row is None:
+            self.append("open", {"format": FORMAT, **(header or {})})
+        self.closed = False
+
+    @property
+    def head(self) -> tuple[int, str]:
+        """``(seq, hash)`` of the last committed record."""
+        return self._seq, self._head
+
+    def append(self, kind: str, body: dict[str, Any]) -> int:
+        return self.append_many([(kind, body)])[-1]
+
+    def append_many(self, records: Iterable[tuple[str, dict[str, Any]]]) -> list[int]:
+        """Append records in one transaction; returns their seqs once committed."""
+        rows = []
+        with self._lock:
+            seq, head = self._seq, self._head
+            for kind, body in records:
+                if not isinstance(kind, str) or not kind:
+                    raise JournalError(f"record kind must be a nonempty string, got {kind!r}")
+                text = canonical(body)
+                seq += 1
+                h = record_hash(seq, kind, text, head)
+                rows.append((seq, kind, text, head, h))
+                head = h
+            if not rows:
+                return []
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.executemany("INSERT INTO journal(seq, kind, body, prev, hash) VALUES (?,?,?,?,?)", rows)
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+            self._seq, self._head = seq, head
+        return [r[0] for r in rows]
+
+    def close(self, summary: dict[str, Any] | None = None) -> None:
+        """Append the ``close`` record, checkpoint the WAL into the database file, and close."""
+        if self.closed:
+            return
+        self.append("close", summary or {})
+        with self._lock:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._db.close()
+            self.closed = True
+
+
+@dataclass
+class VerifyResult:
+    """Outcome of :func:`verify`. ``first_bad`` is the seq of the first bad record (or None)."""
+
+    ok: bool
+    n_records: int = 0
+    first_bad: int | None = None
+    reason: str = ""
+    head: str = GENESIS
+    closed: bool = False
+    notes: list[str] = field(default_factory=list)
+    totals: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok, "n_records": self.n_records, "first_bad": self.first_bad, "reason": self.reason,
+            "head": self.head, "closed": self.closed, "notes": self.notes, "totals": self.totals,
+        }
+
+
+class _Semantics:
+    """Re-derives per-account budgets from write events (the ledger's arithmetic, exactly)."""
+
+    def __init__(self) -> None:
+        self.delta_req: Fraction | None = None
+        self.counter: dict[str, int] = {}
+        self.spent: dict[str, Fraction] = {}
+        self.writes: dict[str, int] = {}
+        self.reads: dict[str, int] = {}
+        self.closed: set[str] = set()
+        self.n_events = 0
+
+    def check(self, kind: str, body: dict[str, Any]) -> str | None:
+        if kind == "open":
+            if body.get("format") != FORMAT:
+                return f"unknown journal format {body.get('format')!r}"
+            if "delta_req" in body:
+                self.delta_req = _frac(body["delta_req"])
+            return None
+        acct = f"{body.get('rank', 0)}:{body.get('uid')}"
+        if kind in ("write", "reads") and acct in self.closed:
+            return f"account {acct}: {kind} record after its account_close"
+        if kind == "reads":
+            n = body.get("n_reads")
+            if not isinstance(n, int) or n < 0:
+                return f"account {acct}: read summary without a valid n_reads"
+            self.reads[acct] = self.reads.get(acct, 0) + n
+            return None
+        if kind == "account_close":
+            return self._close(acct, body)
+        if kind != "write":
+            return None
+        self.n_events += 1
+        self.writes[acct] = self.writes.get(acct, 0) + 1
+        k = body.get("counter")
+        if k is None:  # deterministic event: spends 0
+            return None if _frac(body.get("delta", "0/1")) == 0 else "deterministic write event with nonzero delta"
+        expect = self.counter.get(acct, 0)
+        if k != expect:
+            return f"account {acct}: counter {k} where {expect} was due (skipped or repeated event)"
+        if self.delta_req is None:
+            return "write event before the open record declared delta_req"
+        d = _frac(body["delta"])
+        want = self.delta_req / ((k + 1) * (k + 2))
+        if d != want:
+            return f"account {acct}: delta {d} at counter {k}, expected {want}"
+        self.counter[acct] = k + 1
+        self.spent[acct] = self.spent.get(acct, Fraction(0)) + d
+        if self.spent[acct] > self.delta_req:
+            return f"account {acct}: spend {self.spent[acct]} exceeds delta_req {self.delta_req}"
+        if "spent" in body and _frac(body["spent"]) != self.spent[acct]:
+            return f"account {acct}: recorded spend {body['spent']} differs from the re-derived {self.spent[acct]}"
+        return None
+
+    def _close(self, acct: str, body: dict[str, Any]) -> str | None:
+        """An account's closing record must equal what its write and read records add up to."""
+        self.closed.add(acct)
+        want = {
+            "n_write_events": self.writes.get(acct, 0),
+            "n_prob_events": self.counter.get(acct, 0),
+            "delta_spent": self.spent.get(acct, Fraction(0)),
+            "n_reads": self.reads.get(acct, 0),
+        }
+        got = dict(body)
+        got["delta_spent"] = _frac(body.get("delta_spent", "-1/1"))
+        diff = [k for k, v in want.items() if got.get(k) != v]
+        if diff:
+            return f"account {acct}: account_close disagrees with its records on {diff}"
+        return None
+
+
+def _frac(text: str) -> Fraction:
+    num, _, den = str(text).partition("/")
+    return Fraction(int(num), int(den or 1))
+
+
+def verify(path: Path | str) -> VerifyResult:
+    """Check the chain, hashes, seq continuity, canonical bodies and ledger arithmetic."""
+    p = Path(path)
+    if not p.is_file():
+        return VerifyResult(ok=False, reason=f"{p}: no such journal file")
+    res = VerifyResult(ok=True)
+    sem = _Semantics()
+    try:
+        db = sqlite3.connect(f"file:{p}?mode=ro", uri=True) if not Path(str(p) + "-wal").exists() else sqlite3.connect(str(p))
+        try:
+            cur = db.execute("SELECT seq, kind, body, prev, hash FROM journal ORDER BY seq")
+            prev_hash, expect = GENESIS, 1
+            for seq, kind, body, prev, h in cur:
+                bad = _check_record(seq, kind, body, prev, h, expect, prev_hash)
+                if bad is None:
+                    try:
+                        bad = sem.check(kind, json.loads(body))
+                    except (ValueError, KeyError, TypeError, ZeroDivisionError) as e:
+                        bad = f"record body does not parse as a ledger record: {e}"
+                if bad is not None:
+                    res.ok, res.first_bad, res.reason = False, seq, bad
+                    return res
+                res.n_records = seq
+                res.closed = kind == "close"
+                prev_hash, expect = h, seq + 1
+            res.head = prev_hash
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as e:
+        res.ok = False
+        res.first_bad = res.n_records + 1
+        res.reason = f"the SQLite file is unreadable after record {res.n_records}: {e}"
+        return res
+    if res.n_records == 0:
+        res.ok, res.reason = False, "empty journal (no open record)"
+    elif not res.closed:
+        res.notes.append("no close record: the writer did not shut down cleanly; valid up to the last committed record")
+    res.totals = {"write_events": sem.n_events, "accounts": len(sem.counter),
+                  "spent": {a: f"{s.numerator}/{s.denominator}" for a, s in sorted(sem.spent.items())}}
+    return res
+
+
+def _check_record(seq: Any, kind: Any, body: Any, prev: Any, h: Any, expect: int, prev_hash: str) -> str | None:
+    if seq != expect:
+        return f"seq {seq} where {expect} was due (a record is missing or out of order)"
+    if not all(isinstance(x, str) for x in (kind, body, prev, h)):
+        return "a field has the wrong type"
+    if prev != prev_hash:
+        return "prev does not equal the hash of the previous record (broken chain)"
+    if record_hash(seq, kind, body, prev) != h:
+        return "hash does not match the record's content (the record was altered)"
+    try:
+        if canonical(json.loads(body)) != body:
+            return "body is not canonical JSON"
+    except ValueError as e:
+        return f"body is not JSON: {e}"
+    return None
+
+
+def read_records(path: Path | str, kinds: tuple[str, ...] | None = None) -> list[tuple[int, str, dict[str, Any]]]:
+    """All records ``(seq, kind, body)`` (optionally of some kinds), for reports and tests."""
+    db = sqlite3.connect(str(path))
+    try:
+        rows = db.execute("SELECT seq, kind, body FROM journal ORDER BY seq").fetchall()
+    finally:
+        db.close()
+    return [(s, k, json.loads(b)) for s, k, b in rows if kinds is None or k in kinds]

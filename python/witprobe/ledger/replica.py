@@ -1,0 +1,87 @@
+"""Replica coupling under ``torch.distributed`` (gloo, CPU): ranks realize the same draws.
+
+Every rank serves the same traffic over its own copy of the pool with its own accounts (as
+tensor-parallel replicas of a replicated latent cache do). Rank 0 picks the server nonce and
+broadcasts it; because the stochastic-rounding key ``(nonce, uid, layer, counter)`` contains no
+rank, every rank draws the same bits, and the write-side fields of every account
+(:data:`~witprobe.ledger.accounts.WRITE_KEYS`, including a digest of every masked byte) must agree
+field for field; ``delta`` is then spent once per logical event. After the run the ranks exchange
+those fields with ``all_gather_object`` and rank 0 writes ``coupling.json``. Read-side counts are
+per-rank shards and are not compared.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from witprobe.ledger.accounts import WRITE_KEYS
+
+COUPLING_FILE = "coupling.json"
+
+
+def _fields(snap: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    out = {}
+    for a in snap["accounts"]:
+        name = a["rid"] if a["kind"] == "user" else f"{a['kind']}:{a['uid']}"
+        out[str(name)] = {k: a.get(k) for k in WRITE_KEYS}
+    return out
+
+
+def compare(tables: list[dict[str, dict[str, Any]]]) -> list[str]:
+    """Differences between ranks' write-side tables, over the union of accounts."""
+    union = sorted(set().union(*[set(t) for t in tables]))
+    out = []
+    for name in union:
+        rows = [t.get(name) for t in tables]
+        if any(r is None for r in rows):
+            out.append(f"{name}: missing on ranks {[i for i, r in enumerate(rows) if r is None]}")
+        elif any(r != rows[0] for r in rows):
+            out.append(f"{name}: fields differ across ranks")
+    return out
+
+
+def _worker(rank: int, world: int, cfg: Any, out: str, init_file: str, progress: bool) -> None:
+    import torch
+    import torch.distributed as dist
+
+    from witprobe.ledger.simulate import run_rank
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    try:
+        box = [cfg.nonce if cfg.nonce is not None else secrets.randbits(32)] if rank == 0 else [None]
+        dist.broadcast_object_list(box, src=0)
+        snap = run_rank(replace(cfg, nonce=int(box[0])), Path(out), rank, progress=progress and rank == 0)
+        tables: list[Any] = [None] * world
+        dist.all_gather_object(tables, _fields(snap))
+        if rank == 0:
+            diffs = compare(tables)
+            body = {"backend": "gloo", "world_size": world, "nonce": int(box[0]), "identical": not diffs,
+                    "accounts": len(tables[0]), "fields": list(WRITE_KEYS), "differences": diffs}
+            tmp = Path(out) / (COUPLING_FILE + ".tmp")
+            tmp.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
+            tmp.replace(Path(out) / COUPLING_FILE)
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+
+
+def run_replicas(cfg: Any, out: Path, progress: bool = False) -> None:
+    """Spawn ``cfg.ranks`` processes, each serving the full trace; rank 0 writes ``coupling.json``."""
+    import torch.multiprocessing as mp
+
+    out.mkdir(parents=True, exist_ok=True)
+    init_file = out / ".dist_init"
+    if init_file.exists():
+        init_file.unlink()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    try:
+        mp.spawn(_worker, args=(cfg.ranks, cfg, str(out), str(init_file), progress), nprocs=cfg.ranks, join=True)
+    finally:
+        if init_file.exists():
+            init_file.unlink()
