@@ -60,12 +60,12 @@ def mla_config() -> Any:
 
 
 def mla_dsa_config() -> Any:
-    """DeepSeek-V3.2: the MLA above plus a DSA lightning indexer (2 heads of 16, top-8 tokens), 3 layers."""
+    """DeepSeek-V3.2: the MLA above plus a DSA lightning indexer (4 heads of 16, top-8 tokens), 3 layers."""
     from transformers import DeepseekV32Config
 
     return DeepseekV32Config(
         vocab_size=VOCAB_SIZE, num_hidden_layers=3, initializer_range=INIT_STD, tie_word_embeddings=False,
-        index_n_heads=2, index_head_dim=16, index_topk=8, bos_token_id=1, eos_token_id=2, pad_token_id=2,
+        index_n_heads=4, index_head_dim=16, index_topk=8, bos_token_id=1, eos_token_id=2, pad_token_id=2,
         **_MLA_FIELDS,
     )
 
@@ -87,7 +87,7 @@ def v4_config() -> Any:
                      "compressed_sparse_attention", "sliding_attention"],
         compress_rates={"compressed_sparse_attention": 4, "heavily_compressed_attention": 16},
         mlp_layer_types=["moe"] * 4, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1,
-        hc_mult=2, sliding_window=16, o_groups=2, o_lora_rank=32, index_n_heads=2, index_head_dim=16,
+        hc_mult=2, sliding_window=16, o_groups=2, o_lora_rank=32, index_n_heads=4, index_head_dim=16,
         index_topk=4, max_position_embeddings=4096, initializer_range=INIT_STD, tie_word_embeddings=False,
         bos_token_id=1, eos_token_id=2, pad_token_id=2,
     )
