@@ -437,3 +437,38 @@ def test_kda_runs_the_pure_torch_path() -> None:
     import importlib.util
 
     assert importlib.util.find_spec("fla") is None  # flash-linear-attention absent: torch fallback
+
+
+def test_kda_forget_gate_hook_sees_per_channel_log_decay(tiny_models, prompt_ids) -> None:
+    """``self_attn.forget_gate`` returns g = log a_t, (B, S, heads, d_k) float32, g <= 0: the
+    per-channel contraction factors a_t = exp(g) that multiply the state's key-channel rows."""
+    model = tiny_models["kda"].model
+    cfg = model.config
+    seen = []
+    hd = model.model.layers[0].self_attn.forget_gate.register_forward_hook(lambda m, a, o: seen.append(o))
+    try:
+        with torch.no_grad():
+            model(input_ids=prompt_ids)
+    finally:
+        hd.remove()
+    g = seen[0]
+    assert g.shape == (1, 64, cfg.linear_num_heads, cfg.linear_head_dim) and g.dtype == F32
+    assert bool((g <= 0).all())
+
+
+def test_selector_index_dtypes(tiny_models, prompt_ids) -> None:
+    """DSA returns int32 token indices; V4 returns int64 page indices with -1 for invalid picks."""
+    out = {}
+    dsa, v4 = tiny_models["mla-dsa"].model, tiny_models["v4"].model
+    h1 = dsa.model.layers[0].self_attn.indexer.register_forward_hook(lambda m, a, o: out.update(dsa=o))
+    h2 = v4.model.layers[0].self_attn.compressor.indexer.register_forward_hook(lambda m, a, o: out.update(v4=o))
+    try:
+        with torch.no_grad():
+            dsa(input_ids=prompt_ids)
+            v4(input_ids=prompt_ids)
+    finally:
+        h1.remove()
+        h2.remove()
+    assert out["dsa"].dtype == torch.int32 and out["dsa"].shape == (1, 64, 8)
+    assert out["v4"].dtype == torch.int64 and out["v4"].shape == (1, 64, 4)
+    assert int(out["v4"][0, 0].min()) == -1 and int(out["v4"][0, 63].min()) >= 0
