@@ -61,7 +61,37 @@ def test_qwen3_writes_dense_keys_and_values(tiny_models, prompt_ids) -> None:
     assert cache.get_seq_length() == 66
 
 
+def test_qwen3_attention_receives_gqa_tensors(prompt_ids) -> None:
+    from witprobe.models.tiny import build_tiny
+
+    model = build_tiny("qwen3", attn_implementation=ATTN_NAME)
+    _ATTN_LOG.clear()
+    with torch.no_grad():
+        cache = RecordingCache(model.config, keep_tensors=True)
+        model(input_ids=prompt_ids[:, :10], cache=cache)
+        model(input_ids=prompt_ids[:, 10:11], cache=cache)
+    r = _ATTN_LOG[-1]
+    assert r["query"].shape == (1, 8, 1, 16) and r["key"].shape == (1, 2, 11, 16) == r["value"].shape
+    assert r["scaling"] == 0.25 and "sliding_window" not in r["kwargs"]  # passed as None
+    keys = torch.cat([w.tensors[0] for w in cache.writes if w.layer == 3], dim=2)
+    assert torch.equal(r["key"], keys)  # attention reads exactly what was written
+    assert r["mask"].shape == (1, 1, 1, 11)
+
+
 # --------------------------------------------------------------------------- latent KV (MLA)
+
+
+def test_deepseek_v3_needs_as_many_kv_heads_as_query_heads() -> None:
+    import transformers
+
+    from witprobe.models.tiny import _MLA_FIELDS
+
+    fields = dict(_MLA_FIELDS, num_key_value_heads=2)
+    cfg = transformers.DeepseekV3Config(vocab_size=64, num_hidden_layers=2, **fields)
+    cfg._attn_implementation = "eager"
+    model = transformers.DeepseekV3ForCausalLM(cfg).eval()
+    with pytest.raises(RuntimeError, match="must match"), torch.no_grad():
+        model(input_ids=torch.tensor([[1, 2, 3]]))
 
 
 @pytest.mark.parametrize("name", ["mla", "mla-dsa", "kda"])
@@ -360,6 +390,7 @@ def test_v4_attention_reads_window_plus_selected_pages(prompt_ids) -> None:
         assert r["query"].shape == (1, cfg.num_attention_heads, 1, cfg.head_dim)
         assert r["key"].shape == (1, 1, cfg.sliding_window + n_entries, cfg.head_dim)
         assert torch.equal(r["kwargs"]["s_aux"], model.model.layers[layer].self_attn.sinks)
+        assert r["kwargs"]["sliding_window"] == cfg.sliding_window and r["scaling"] == cfg.head_dim**-0.5
         mask = r["mask"][0, 0, 0]
         assert mask.shape[0] == cfg.sliding_window + n_entries
         if layer in (0, 2):  # CSA: exactly index_topk of the 16 pages are open
