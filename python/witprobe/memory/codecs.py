@@ -5,11 +5,25 @@ same shape and dtype. Its error ``Delta = x - x_hat`` is known exactly because t
 both sides; the witness is computed from ``Delta`` by :func:`witprobe.probe.meters.band_witness`.
 
 Each codec is a small frozen dataclass with one verb, :meth:`Codec.encode_decode`, in the style
-of kvpress presses. The registry :data:`CODECS` maps names used on the command line to factories.
+of kvpress presses. Grid codecs also state their a-priori per-element bound,
+:meth:`GridCodec.error_bound`, so that a bound can be checked against the realized error. The
+registry :data:`CODECS` maps names used on the command line to factories of per-entry codecs.
+
+Besides per-entry codecs this module holds the reference codecs that need more context than one
+entry:
+
+- :class:`KIVICodec` acts on a whole sequence ``(..., T, D)`` (the served state after ``T``
+  writes: grouped blocks quantized, a full-precision residual window);
+- :class:`StateIntCodec` quantizes a recurrent state tensor per channel;
+- :class:`SinkWindowPolicy` and :class:`HeavyHitterPolicy` are eviction policies. Eviction
+  removes entries rather than perturbing them, so these are selection functions returning the
+  kept indices, not ``x -> x_hat`` maps; the error they cause is the attention mass of the
+  dropped entries, measured by the read meters.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -78,6 +92,434 @@ class BandIntCodec(Codec):
         return (q * scale).reshape(x.shape).to(x.dtype)
 
 
+@dataclass(frozen=True)
+class GridCodec(Codec):
+    """A codec that rounds onto a known grid; it also states its a-priori per-element bound."""
+
+    def error_bound(self, x: torch.Tensor) -> torch.Tensor:
+        """Per-element bound on ``|x - encode_decode(x)|``, float64, same shape as ``x``."""
+        raise NotImplementedError
+
+
+_FLOAT_BITS = {  # dtype -> (mantissa bits, minimum normal exponent)
+    torch.float64: (52, -1022),
+    torch.float32: (23, -126),
+    torch.float16: (10, -14),
+    torch.bfloat16: (7, -126),
+}
+
+
+def _slack(magnitude: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Outward allowance for the float64 arithmetic of a codec and the final cast to ``dtype``.
+
+    ``magnitude`` (float64) bounds every intermediate of the element. The allowance is
+    ``2^-49 * magnitude`` (a few float64 roundings) plus, unless ``dtype`` is float64, half an ulp
+    of ``dtype`` at ``magnitude`` (the cast rounds to nearest).
+    """
+    out = magnitude * 2.0**-49
+    if dtype != torch.float64:
+        p, emin = _FLOAT_BITS.get(dtype, (0, 0))
+        if p == 0:
+            raise CodecError(f"codec bound: unsupported dtype {dtype}")
+        _, e = torch.frexp(magnitude)
+        expo = torch.clamp(e.to(torch.float64) - 1, min=emin)
+        out = out + torch.pow(2.0, expo - p - 1)
+    return out
+
+
+def _asym_quant(x: torch.Tensor, dim: int, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Asymmetric min/max round-to-nearest-even quantization of float64 ``x`` along ``dim``.
+
+    Returns the reconstruction, the per-element step (``(max - min) / (2^bits - 1)``) and the
+    group's largest magnitude, both broadcast to ``x``'s shape.
+    """
+    lo = x.amin(dim=dim, keepdim=True)
+    hi = x.amax(dim=dim, keepdim=True)
+    levels = (1 << bits) - 1
+    step = (hi - lo) / levels
+    safe = torch.where(step > 0, step, torch.ones_like(step))
+    q = torch.clamp(torch.round((x - lo) / safe), 0, levels)
+    x_hat = torch.where(step > 0, q * safe + lo, x)  # a constant group is stored exactly (step 0)
+    magnitude = torch.maximum(lo.abs(), hi.abs())
+    return x_hat, step.expand_as(x), magnitude.expand_as(x)
+
+
+@dataclass(frozen=True)
+class KIVICodec(GridCodec):
+    """KIVI: asymmetric 2-bit-style KV quantization with a full-precision residual (Liu et al.,
+    "KIVI: A Tuning-Free Asymmetric 2bit Quantization for KV Cache", ICML 2024, arXiv 2402.02750).
+
+    :meth:`encode_decode` takes a whole sequence ``x`` of shape ``(..., T, D)`` (tokens on dim -2)
+    and returns what a KIVI cache serves after the ``T`` tokens were written one by one (or in
+    any chunks: the served state depends only on ``T``), following Algorithm 1 of the paper:
+
+    - ``role="key"``: per-channel quantization. Tokens are grouped in blocks of ``group_size``
+      consecutive tokens; each channel of a block has its own min/max. The first
+      ``floor(T / residual) * residual`` tokens are quantized (a residual of ``residual`` tokens is
+      flushed at once when it fills up); the remaining ``T mod residual`` tokens are exact.
+    - ``role="value"``: per-token quantization. Channels are grouped in blocks of ``group_size``
+      (``D`` must be a multiple; ``group_size=None`` uses one group of ``D``); the oldest
+      ``max(T - residual, 0)`` tokens are quantized, the last ``residual`` tokens are exact.
+
+    Rounding is round-to-nearest-even on the ``2^bits`` levels ``min + q * step``,
+    ``step = (max - min) / (2^bits - 1)``, so ``|x - x_hat| <= step / 2`` per element
+    (:meth:`error_bound`, which adds an outward allowance for the float64 reconstruction and the
+    cast to ``x.dtype``; 0 on exact tokens). Arithmetic is float64, the result is cast to
+    ``x.dtype`` (the stored value).
+
+    Parameters
+    ----------
+    role:
+        ``"key"`` or ``"value"``.
+    bits:
+        Code width, 1 to 8.
+    group_size:
+        Tokens per key block, or channels per value group.
+    residual:
+        Full-precision window ``R`` in tokens; for keys a multiple of ``group_size``.
+    """
+
+    role: str = "key"
+    bits: int = 2
+    group_size: int | None = 32
+    residual: int = 128
+
+    def __post_init__(self) -> None:
+        if self.role not in ("key", "value"):
+            raise CodecError(f"kivi codec: role must be 'key' or 'value', got {self.role!r}")
+        if not isinstance(self.bits, int) or not 1 <= self.bits <= 8:
+            raise CodecError(f"kivi codec: bits must be an integer in [1, 8], got {self.bits!r}")
+        if self.group_size is not None and (not isinstance(self.group_size, int) or self.group_size < 1):
+            raise CodecError(f"kivi codec: group_size must be a positive integer or None, got {self.group_size!r}")
+        if not isinstance(self.residual, int) or self.residual < 0:
+            raise CodecError(f"kivi codec: residual must be a non-negative integer, got {self.residual!r}")
+        if self.role == "key":
+            if self.group_size is None:
+                raise CodecError("kivi codec: keys need a token group_size")
+            if self.residual % self.group_size:
+                raise CodecError(
+                    f"kivi codec: the key residual {self.residual} must be a multiple of group_size {self.group_size}"
+                )
+
+    @property
+    def name(self) -> str:
+        return f"kivi{self.bits}-{self.role}"
+
+    def quantized_tokens(self, seq_len: int) -> int:
+        """How many of the first tokens are stored quantized after ``seq_len`` writes."""
+        if self.role == "key":
+            if self.residual == 0:
+                return (seq_len // self.group_size) * self.group_size
+            return (seq_len // self.residual) * self.residual
+        return max(seq_len - self.residual, 0)
+
+    def _encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if x.dim() < 2:
+            raise CodecError(f"{self.name}: expected (..., T, D), got shape {tuple(x.shape)}")
+        t, d = x.shape[-2], x.shape[-1]
+        n = self.quantized_tokens(t)
+        xd = x.to(torch.float64)
+        x_hat = xd.clone()
+        step = torch.zeros_like(xd)
+        magnitude = torch.zeros_like(xd)
+        if n == 0:
+            return x_hat, step, magnitude
+        head = xd[..., :n, :]
+        if self.role == "key":
+            g = self.group_size
+            blocks = head.reshape(*head.shape[:-2], n // g, g, d)
+            q, st, mag = _asym_quant(blocks, dim=-2, bits=self.bits)
+        else:
+            g = d if self.group_size is None else self.group_size
+            if d % g:
+                raise CodecError(f"{self.name}: group_size {g} does not divide the entry dimension {d}")
+            blocks = head.reshape(*head.shape[:-1], d // g, g)
+            q, st, mag = _asym_quant(blocks, dim=-1, bits=self.bits)
+        x_hat[..., :n, :] = q.reshape(head.shape)
+        step[..., :n, :] = st.reshape(head.shape)
+        magnitude[..., :n, :] = mag.reshape(head.shape)
+        return x_hat, step, magnitude
+
+    def encode_decode(self, x: torch.Tensor) -> torch.Tensor:
+        """Served reconstruction of the sequence ``x`` ``(..., T, D)``, same shape and dtype."""
+        return self._encode(x)[0].to(x.dtype)
+
+    def error_bound(self, x: torch.Tensor) -> torch.Tensor:
+        """``step / 2`` per element plus the rounding allowance of the float64 reconstruction and
+        the cast to ``x.dtype``; exactly 0 on the full-precision residual."""
+        _, step, magnitude = self._encode(x)
+        return torch.where(step > 0, step / 2 + _slack(magnitude, x.dtype), torch.zeros_like(step))
+
+
+@dataclass(frozen=True)
+class FP8E4M3Codec(GridCodec):
+    """Emulated OCP FP8 E4M3 (``e4m3fn``) storage with a per-tensor scale.
+
+    ``x_hat = scale * Q(x / scale)`` where ``Q`` rounds to the nearest E4M3 value, ties to even,
+    and saturates at ``+-448`` (no infinities; the NaN code ``S.1111.111`` is never produced for a
+    finite input). The E4M3 grid: exponent bias 7, 3 mantissa bits; normal values
+    ``(1 + m/8) * 2^(e-7)`` for ``e`` in 1..15 (``e = 15, m = 7`` is NaN, so the largest is
+    ``1.75 * 2^8 = 448``); subnormals ``(m/8) * 2^-6``, spacing ``2^-9``. For ``|y| = |x/scale|``
+    in ``[2^E, 2^(E+1))`` with ``E >= -6`` the spacing is ``2^(E-3)``, below ``2^-6`` it is ``2^-9``;
+    the error is at most half a spacing times ``scale``, except above ``448 * scale`` where it is
+    ``|x| - 448 * scale`` (saturation). :meth:`error_bound` states this plus an outward allowance for
+    float64 rounding and the cast to ``x.dtype`` (both vanish for a power-of-two scale, where the
+    emulation is exact). NaN inputs stay NaN.
+
+    The ``+-448`` range is the OCP ``e4m3fn`` format (torch ``float8_e4m3fn``, vLLM ``fp8_e4m3`` on
+    NVIDIA); the ``fnuz`` variant used on some AMD GPUs saturates at ``+-240`` and is not this codec.
+
+    Parameters
+    ----------
+    scale:
+        Per-tensor scale, a positive finite float (vLLM and SGLang default to 1.0).
+    """
+
+    scale: float = 1.0
+
+    MAX = 448.0
+    MIN_NORMAL_EXP = -6
+    MANTISSA_BITS = 3
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.scale, (int, float)) or not math.isfinite(self.scale) or self.scale <= 0:
+            raise CodecError(f"fp8 e4m3 codec: scale must be a positive finite number, got {self.scale!r}")
+
+    @property
+    def name(self) -> str:
+        return "fp8-e4m3"
+
+    def _spacing(self, y: torch.Tensor) -> torch.Tensor:
+        """Grid spacing at ``y`` (float64): ``2^(max(E, -6) - 3)`` with ``E = floor(log2 |y|)``."""
+        _, e = torch.frexp(y)  # y = m * 2^e, 0.5 <= |m| < 1, so floor(log2|y|) = e - 1
+        expo = torch.clamp(e.to(torch.float64) - 1, min=self.MIN_NORMAL_EXP)
+        expo = torch.where(y == 0, torch.full_like(expo, self.MIN_NORMAL_EXP), expo)
+        return torch.pow(2.0, expo - self.MANTISSA_BITS)
+
+    def encode_decode(self, x: torch.Tensor) -> torch.Tensor:
+        y = x.to(torch.float64) / self.scale
+        sp = self._spacing(y)
+        q = torch.round(y / sp) * sp
+        q = torch.clamp(q, -self.MAX, self.MAX)
+        return (q * self.scale).to(x.dtype)
+
+    def error_bound(self, x: torch.Tensor) -> torch.Tensor:
+        xd = x.to(torch.float64)
+        y = xd / self.scale
+        sp = self._spacing(y)
+        over = xd.abs() - self.MAX * self.scale
+        exact = torch.where(over > 0, over, sp / 2 * self.scale)
+        if math.frexp(self.scale)[0] == 0.5 and x.dtype in (torch.float32, torch.float64):
+            return exact  # power-of-two scale: every step above is exact in float64 and in the cast
+        return exact + _slack(xd.abs() + sp * self.scale, x.dtype)
+
+
+_FLOAT_LAYOUT = {  # dtype -> (integer view, mantissa bits, minimum normal exponent)
+    torch.float32: (torch.int32, 23, -126),
+    torch.float16: (torch.int16, 10, -14),
+    torch.bfloat16: (torch.int16, 7, -126),
+}
+
+
+@dataclass(frozen=True)
+class MantissaMaskCodec(GridCodec):
+    """Drop the ``drop_bits`` low mantissa bits of each value (set them to zero).
+
+    This truncates toward zero onto the grid of a float with ``p - drop_bits`` mantissa bits
+    (``p`` = 23 for float32, 10 for float16, 7 for bfloat16): ``drop_bits = 16`` on float32 gives
+    bfloat16-precision truncation. The sign and exponent are kept, so the error is
+    ``0 <= |x| - |x_hat| <= (2^drop_bits - 1) * ulp(x)`` with ``ulp(x) = 2^(max(E, Emin) - p)``,
+    ``E = floor(log2|x|)`` (:meth:`error_bound`). Exact bit operations, no rounding.
+    Non-finite values (inf, NaN) are returned unchanged: masking a NaN's payload could turn it
+    into an infinity.
+
+    Parameters
+    ----------
+    drop_bits:
+        Number of low mantissa bits to clear, ``0 <= drop_bits <= p``.
+    """
+
+    drop_bits: int = 16
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.drop_bits, int) or not 0 <= self.drop_bits <= 23:
+            raise CodecError(f"mantissa mask: drop_bits must be an integer in [0, 23], got {self.drop_bits!r}")
+
+    @property
+    def name(self) -> str:
+        return f"mant{self.drop_bits}"
+
+    def _layout(self, x: torch.Tensor) -> tuple[torch.dtype, int, int]:
+        try:
+            layout = _FLOAT_LAYOUT[x.dtype]
+        except KeyError:
+            raise CodecError(f"{self.name}: unsupported dtype {x.dtype} (float32, float16, bfloat16)") from None
+        if self.drop_bits > layout[1]:
+            raise CodecError(f"{self.name}: {x.dtype} has only {layout[1]} mantissa bits")
+        return layout
+
+    def encode_decode(self, x: torch.Tensor) -> torch.Tensor:
+        int_dtype, _, _ = self._layout(x)
+        mask = ~((1 << self.drop_bits) - 1)  # ...1110000 in two's complement, any width
+        bits = x.contiguous().view(int_dtype)
+        masked = (bits & mask).view(x.dtype)
+        return torch.where(torch.isfinite(x), masked, x)
+
+    def error_bound(self, x: torch.Tensor) -> torch.Tensor:
+        _, p, emin = self._layout(x)
+        xd = x.to(torch.float64)
+        _, e = torch.frexp(xd)
+        expo = torch.clamp(e.to(torch.float64) - 1, min=emin)
+        ulp = torch.pow(2.0, expo - p)
+        bound = ((1 << self.drop_bits) - 1) * ulp
+        return torch.where(torch.isfinite(xd), bound, torch.zeros_like(bound))
+
+
+@dataclass(frozen=True)
+class StateIntCodec(GridCodec):
+    """Per-channel symmetric integer quantization of a recurrent state tensor.
+
+    For a linear-attention state ``S`` of shape ``(batch, heads, d_k, d_v)`` (Kimi-Linear KDA,
+    Gated DeltaNet) the default ``reduce_dim=-1`` gives one scale per ``(batch, head, key
+    channel)``, the channel along which the KDA decay ``g`` acts, so channel identity is kept:
+    ``scale = max_v |S[..., k, v]| / qmax``, ``qmax = 2^(bits-1) - 1``,
+    ``S_hat = round(S / scale) * scale`` (round half to even; the codes lie in ``[-qmax, qmax]``).
+    The error is at most ``scale / 2`` per element (:meth:`error_bound` adds an outward allowance
+    for float64 rounding and the cast back); an all-zero channel is stored exactly. Arithmetic is float64, the result is cast back to the state's dtype (float32 in
+    transformers' Kimi-Linear).
+
+    Parameters
+    ----------
+    bits:
+        Code width, 2 to 16.
+    reduce_dim:
+        The dimension that shares one scale.
+    """
+
+    bits: int = 8
+    reduce_dim: int = -1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.bits, int) or not 2 <= self.bits <= 16:
+            raise CodecError(f"state int codec: bits must be an integer in [2, 16], got {self.bits!r}")
+
+    @property
+    def name(self) -> str:
+        return f"state-int{self.bits}"
+
+    @property
+    def qmax(self) -> int:
+        return (1 << (self.bits - 1)) - 1
+
+    def _scale(self, xd: torch.Tensor) -> torch.Tensor:
+        return xd.abs().amax(dim=self.reduce_dim, keepdim=True) / self.qmax
+
+    def encode_decode(self, x: torch.Tensor) -> torch.Tensor:
+        xd = x.to(torch.float64)
+        scale = self._scale(xd)
+        safe = torch.where(scale > 0, scale, torch.ones_like(scale))
+        q = torch.clamp(torch.round(xd / safe), -self.qmax, self.qmax)
+        return torch.where(scale > 0, q * safe, torch.zeros_like(xd)).to(x.dtype)
+
+    def error_bound(self, x: torch.Tensor) -> torch.Tensor:
+        xd = x.to(torch.float64)
+        scale = self._scale(xd)
+        bound = scale / 2 + _slack(scale * self.qmax, x.dtype)
+        return torch.where(scale > 0, bound, torch.zeros_like(bound)).expand_as(xd).clone()
+
+
+@dataclass(frozen=True)
+class EvictionPolicy:
+    """Base class of eviction policies: :meth:`keep` returns the indices of the entries kept."""
+
+    def keep(self, scores: torch.Tensor) -> torch.Tensor:
+        """Kept token indices, int64, sorted ascending, shape ``(..., K)``.
+
+        Parameters
+        ----------
+        scores:
+            ``(..., T)``: one score per cached token (e.g. accumulated attention mass per head);
+            the policies below use the last dimension's length ``T``, and H2O also the values.
+        """
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class SinkWindowPolicy(EvictionPolicy):
+    """Attention sinks plus a recent window (StreamingLLM; Xiao et al., "Efficient Streaming
+    Language Models with Attention Sinks", ICLR 2024, arXiv 2309.17453).
+
+    Keeps tokens ``[0, sinks)`` and ``[T - window, T)``; ``K = min(T, sinks + window)`` tokens, the
+    same for every leading index. Deterministic: no ties to break.
+
+    Parameters
+    ----------
+    sinks:
+        Number of initial tokens always kept.
+    window:
+        Number of most recent tokens kept.
+    """
+
+    sinks: int = 4
+    window: int = 1020
+
+    def __post_init__(self) -> None:
+        for field_name in ("sinks", "window"):
+            v = getattr(self, field_name)
+            if not isinstance(v, int) or v < 0:
+                raise CodecError(f"sink/window policy: {field_name} must be a non-negative integer, got {v!r}")
+
+    def keep(self, scores: torch.Tensor) -> torch.Tensor:
+        t = scores.shape[-1]
+        if t <= self.sinks + self.window:
+            idx = torch.arange(t, device=scores.device)
+        else:
+            idx = torch.cat([torch.arange(self.sinks, device=scores.device),
+                             torch.arange(t - self.window, t, device=scores.device)])
+        return idx.expand(*scores.shape[:-1], idx.shape[0]).clone()
+
+
+@dataclass(frozen=True)
+class HeavyHitterPolicy(EvictionPolicy):
+    """Heavy hitters plus a recent window (H2O; Zhang et al., "H2O: Heavy-Hitter Oracle for
+    Efficient Generative Inference of Large Language Models", NeurIPS 2023, arXiv 2306.14048).
+
+    Keeps the ``recent`` most recent tokens and, among the older ones, the ``heavy`` tokens with
+    the largest score (accumulated attention mass), independently for every leading index (e.g.
+    per head). **Ties** are broken toward the older token (smaller index): the order is a stable
+    sort by descending score. NaN scores raise :class:`CodecError` (fail closed). If
+    ``T <= heavy + recent`` every token is kept.
+
+    Parameters
+    ----------
+    heavy:
+        Number of heavy-hitter tokens kept outside the recent window.
+    recent:
+        Number of most recent tokens kept.
+    """
+
+    heavy: int = 64
+    recent: int = 64
+
+    def __post_init__(self) -> None:
+        for field_name in ("heavy", "recent"):
+            v = getattr(self, field_name)
+            if not isinstance(v, int) or v < 0:
+                raise CodecError(f"heavy-hitter policy: {field_name} must be a non-negative integer, got {v!r}")
+
+    def keep(self, scores: torch.Tensor) -> torch.Tensor:
+        if torch.isnan(scores).any():
+            raise CodecError("heavy-hitter policy: NaN in the scores")
+        t = scores.shape[-1]
+        lead = scores.shape[:-1]
+        if t <= self.heavy + self.recent:
+            return torch.arange(t, device=scores.device).expand(*lead, t).clone()
+        old = scores[..., : t - self.recent]
+        order = torch.sort(old, dim=-1, descending=True, stable=True).indices[..., : self.heavy]
+        recent = torch.arange(t - self.recent, t, device=scores.device).expand(*lead, self.recent)
+        return torch.sort(torch.cat([order, recent], dim=-1), dim=-1).values
+
+
 def _band_int(bits: int) -> Callable[[int], Codec]:
     return lambda bands: BandIntCodec(bits=bits, bands=bands)
 
@@ -87,7 +529,13 @@ CODECS: dict[str, Callable[[int], Codec]] = {
     "int6": _band_int(6),
     "int4": _band_int(4),
     "int2": _band_int(2),
+    "fp8-e4m3": lambda bands: FP8E4M3Codec(),
+    "mant13": lambda bands: MantissaMaskCodec(drop_bits=13),
+    "mant16": lambda bands: MantissaMaskCodec(drop_bits=16),
 }
+"""Per-entry codecs by name (each factory takes the band count; only band codecs use it).
+``mant16`` truncates float32 to bfloat16 precision, ``mant13`` to float16 precision (without
+float16's range limits)."""
 
 
 def make_codec(name: str, bands: int) -> Codec:

@@ -10,6 +10,8 @@ Q4_1-dequantized.
 
 from __future__ import annotations
 
+import copy
+import functools
 import hashlib
 import importlib.util
 import json
@@ -89,20 +91,78 @@ def _build_cache(src: Path, dst: Path, digest: str) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def gguf_digest(src: Path) -> str:
+    """SHA-256 of the GGUF, memoized in the cache folder by file size and modification time."""
+    digest_file = cache_root() / "smollm2" / f"{src.stat().st_size}-{int(src.stat().st_mtime)}.sha256"
+    if digest_file.is_file():
+        return digest_file.read_text().strip()
+    digest = sha256_file(src)
+    digest_file.parent.mkdir(parents=True, exist_ok=True)
+    digest_file.write_text(digest)
+    return digest
+
+
+def _model_dir(digest: str) -> Path:
+    import transformers
+
+    return cache_root() / "smollm2" / f"{digest[:16]}-tf{transformers.__version__}"
+
+
+def _build_tokenizer_cache(src: Path, dst: Path, digest: str) -> None:
+    """Read only the tokenizer out of the GGUF (a few seconds) and save it, atomically."""
+    import transformers
+
+    tok = transformers.AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=dst.parent))
+    try:
+        tok.save_pretrained(str(tmp))
+        meta = {"gguf_sha256": digest, "gguf_file": src.name, "transformers": transformers.__version__}
+        (tmp / "witprobe-meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
+        try:
+            os.replace(tmp, dst)
+        except OSError:
+            if not (dst / "witprobe-meta.json").is_file():
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+@functools.lru_cache(maxsize=1)
+def _shared_tokenizer() -> Any:
+    import transformers
+
+    src = gguf_path()
+    digest = gguf_digest(src)
+    folder = _model_dir(digest)
+    if not (folder / "witprobe-meta.json").is_file():  # no dequantized model yet: tokenizer only
+        folder = cache_root() / "smollm2" / f"{digest[:16]}-tokenizer-tf{transformers.__version__}"
+        if not (folder / "witprobe-meta.json").is_file():
+            _build_tokenizer_cache(src, folder, digest)
+    return transformers.AutoTokenizer.from_pretrained(str(folder))
+
+
+def load_tokenizer(*, chat_template: bool = True) -> Any:
+    """SmolLM2's tokenizer (vocab 49,152), a fresh copy per call, without loading the model.
+
+    Every tiny model of the zoo uses this vocabulary. ``chat_template=False`` removes the chat
+    template, so ``witprobe.certify`` encodes prompts as plain text (right for random weights).
+    """
+    tok = copy.deepcopy(_shared_tokenizer())
+    if not chat_template:
+        tok.chat_template = None
+    return tok
+
+
 def load_smollm2(*, attn_implementation: str = "eager", **_: Any) -> LoadedModel:
     """Load SmolLM2-135M-Instruct in fp32 from the cached dequantized weights."""
     import torch
     import transformers
 
     src = gguf_path()
-    digest_file = cache_root() / "smollm2" / f"{src.stat().st_size}-{int(src.stat().st_mtime)}.sha256"
-    if digest_file.is_file():
-        digest = digest_file.read_text().strip()
-    else:
-        digest = sha256_file(src)
-        digest_file.parent.mkdir(parents=True, exist_ok=True)
-        digest_file.write_text(digest)
-    dst = cache_root() / "smollm2" / f"{digest[:16]}-tf{transformers.__version__}"
+    digest = gguf_digest(src)
+    dst = _model_dir(digest)
     if not (dst / "witprobe-meta.json").is_file():
         _build_cache(src, dst, digest)
     model = transformers.AutoModelForCausalLM.from_pretrained(
