@@ -85,3 +85,11 @@ class _NullRecorder:
 
     def note_state_write(self, *a, **k):
         pass
+
+
+def test_unobserved_reference_generation_does_not_touch_the_decay_readings(tiny_kda):
+    base = dict(model="tiny-kda", codec="int8", bands=4, max_new_tokens=3, prompts=("The capital of France is",))
+    a = measure(tiny_kda, MeasureConfig(**base, reference=False))
+    b = measure(tiny_kda, MeasureConfig(**base, reference=True))
+    for la, lb in zip(a["layers"], b["layers"]):
+        assert la["read"] == lb["read"] and la.get("channels") == lb.get("channels")

@@ -108,3 +108,12 @@ def test_witness_certificate_and_mass_bounds_on_hand_built_scores():
     assert not bool(rows.cert_witness) and bool(rows.changed)
     assert float(rows.m_in) <= float(rows.m_in_bound) and float(rows.m_out) <= float(rows.m_out_bound)
     assert float(rows.m_in) > 0 and float(rows.m_out) > 0
+
+
+def test_unobserved_reference_generation_does_not_touch_the_meters(tiny_dsa):
+    """Regression: hooks stay installed during the uncompressed reference run and must ignore it."""
+    base = dict(model="tiny-dsa", codec="int8", bands=4, max_new_tokens=4, prompts=("The capital of France is",))
+    a = measure(tiny_dsa, MeasureConfig(**base, reference=False))
+    b = measure(tiny_dsa, MeasureConfig(**base, reference=True))
+    for la, lb in zip(a["layers"], b["layers"]):
+        assert la["read"] == lb["read"] and la["write"] == lb["write"]

@@ -134,6 +134,11 @@ class Observer:
         self.cache = cache
         return cache
 
+    @property
+    def is_active(self) -> bool:
+        """Whether this observer is the one metering calls in the current context."""
+        return _ACTIVE.get() is self
+
     @contextlib.contextmanager
     def active(self) -> Iterator["Observer"]:
         """Route witprobe attention calls in this context to this observer."""

@@ -89,7 +89,7 @@ class DecayHooks:
 
     def _hook(self, layer_idx: int, g: torch.Tensor) -> None:
         obs = self.observer
-        if obs.cache is None:
+        if obs.cache is None or not obs.is_active:  # an unobserved run (e.g. the uncompressed reference)
             return
         layer = obs.cache.layers[layer_idx]
         if not isinstance(layer, WitnessRecurrentLayer):

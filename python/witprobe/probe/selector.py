@@ -257,7 +257,7 @@ class SelectorHooks:
 
     def _hook(self, module: nn.Module, args: tuple, kwargs: dict, output: torch.Tensor) -> None:
         obs = self.observer
-        if obs.cache is None:
+        if obs.cache is None or not obs.is_active:  # an unobserved run (e.g. the uncompressed reference)
             return
         layer = obs.cache.layers[module.layer_idx]
         if not isinstance(layer, WitnessIndexedLatentLayer):
