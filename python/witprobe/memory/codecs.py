@@ -385,7 +385,8 @@ class StateIntCodec(GridCodec):
     ``scale = max_v |S[..., k, v]| / qmax``, ``qmax = 2^(bits-1) - 1``,
     ``S_hat = round(S / scale) * scale`` (round half to even; the codes lie in ``[-qmax, qmax]``).
     The error is at most ``scale / 2`` per element (:meth:`error_bound` adds an outward allowance
-    for float64 rounding and the cast back); an all-zero channel is stored exactly. Arithmetic is float64, the result is cast back to the state's dtype (float32 in
+    for float64 rounding and the cast back); an all-zero channel is stored exactly. Arithmetic is
+    float64, the result is cast back to the state's dtype (float32 in
     transformers' Kimi-Linear).
 
     Parameters

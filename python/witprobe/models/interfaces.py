@@ -184,7 +184,8 @@ def dsa_index_scores(
     q_rot, q_pass = torch.split(q, [rope, indexer.head_dim - rope], dim=-1)
     q_rot, _ = apply_rotary_pos_emb(q_rot, q_rot, cos, sin, unsqueeze_dim=2)
     q = torch.cat([q_rot, q_pass], dim=-1)
-    scores = torch.relu(torch.matmul(q.float(), indexer_keys.transpose(-1, -2).float().unsqueeze(1)) * indexer.softmax_scale)
+    dots = torch.matmul(q.float(), indexer_keys.transpose(-1, -2).float().unsqueeze(1))
+    scores = torch.relu(dots * indexer.softmax_scale)
     weights = indexer.weights_proj(hidden_states).float() * indexer.n_heads**-0.5
     index_scores = torch.matmul(weights.unsqueeze(-2), scores).squeeze(-2)
     if attention_mask.dtype == torch.bool:

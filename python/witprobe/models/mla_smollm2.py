@@ -3,7 +3,7 @@
 The idea is TransMLA / MHA2MLA (arXiv 2502.07864, 2502.14837): a GQA model becomes an MLA model by
 (1) keeping RoPE on a few frequency pairs per KV head, which go to the uncompressed shared rope
 key, and dropping RoPE on the rest, which become the "nope" part of the key; and (2) factorizing
-the projections of the nope keys and the values jointly through a low-rank latent (SVD). No
+the projections of the nope keys and the values jointly through a low-rank latent (PCA). No
 fine-tuning is done, so the converted model is a perturbation of SmolLM2 whose size is measured
 (:func:`perplexity`), not assumed.
 
@@ -23,7 +23,8 @@ Construction, per decoder layer, with SmolLM2's 9 query heads and 3 KV heads of 
   TransMLA); the latent is ``c = U_r^T W h`` and ``kv_b_proj = U_r``. ``U_r`` has orthonormal
   columns, so a latent error ``dc`` moves ``[k_nope; v]`` by exactly ``|dc|``.
 - ``kv_a_layernorm`` is made linear (``eps = 1e12``, ``weight = 1e6``; ``1e12 + var`` rounds to
-  ``1e12`` in fp32 for any ``var`` below about ``3e4``), so the stored latent is ``c`` itself.
+  ``1e12`` in fp32 for any ``var`` below about ``3e4``), so the stored latent is ``c`` times a
+  constant within ``2e-7`` of 1 (fp32 rounding of ``1e6 * rsqrt(1e12)``).
 - Queries are scaled by ``sqrt(qk_head_dim / 64)`` to undo MLA's ``qk_head_dim**-0.5``.
 
 The MLP, norms, embeddings and head are copied unchanged. At full rank
@@ -148,7 +149,8 @@ def convert(
     nope = d - 2 * rope_pairs
     full_rank = n_kv * nope + n_kv * d
     if not 1 <= kv_lora_rank <= min(full_rank, sc.hidden_size):
-        raise ModelError(f"mla-smollm2: kv_lora_rank must be in [1, {min(full_rank, sc.hidden_size)}], got {kv_lora_rank}")
+        top = min(full_rank, sc.hidden_size)
+        raise ModelError(f"mla-smollm2: kv_lora_rank must be in [1, {top}], got {kv_lora_rank}")
     rope_dim = n_kv * 2 * rope_pairs
     theta = sc.rope_parameters["rope_theta"]
     inv_freq_src = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d))
@@ -282,7 +284,8 @@ def load_mla_smollm2(
         model=model,
         tokenizer=base.tokenizer,
         provenance={
-            "model": "DeepseekV3ForCausalLM converted from SmolLM2-135M-Instruct (TransMLA/MHA2MLA-style, no fine-tuning)",
+            "model": "DeepseekV3ForCausalLM converted from SmolLM2-135M-Instruct "
+            "(TransMLA/MHA2MLA-style, no fine-tuning)",
             "source": base.provenance,
             "conversion": report,
             "transformers": transformers.__version__,
