@@ -169,7 +169,22 @@ def test_derive_fails_a_run_whose_bound_is_beaten(run_dir):
     assert any("layer 4" in f and "coverage" in f for f in derive(bad).failures)
 
 
-def test_frozen_artifact_re_derives(capsys):
-    """The committed SmolLM2 run re-derives byte for byte (no model needed)."""
-    art = Path(__file__).resolve().parents[1] / "artifacts" / "smollm2-int8"
+FROZEN = sorted(p.parent for p in (Path(__file__).resolve().parents[1] / "artifacts").glob("**/run.json"))
+
+
+@pytest.mark.parametrize("art", FROZEN, ids=[p.name for p in FROZEN])
+def test_frozen_artifacts_re_derive(art, capsys):
+    """Every committed run re-derives byte for byte from its run.json (no model needed)."""
     assert main(["check", str(art)]) == 0, capsys.readouterr().out
+
+
+def test_the_coverage_table_covers_six_configurations_and_five_families():
+    import json
+
+    table = json.loads((Path(__file__).resolve().parents[1] / "artifacts" / "coverage" / "coverage.json").read_text())
+    models = {r["model"] for r in table["rows"]}
+    assert {"smollm2", "qwen3", "mla", "mla-dsa", "v4", "kda"} <= models
+    assert {"plain_kv", "latent_kv", "sparse_selector", "recurrent_state", "compressed_kv"} <= {
+        r["memory_class"] for r in table["rows"]}
+    assert all(r["layers_covered"] == r["layers_total"] for r in table["rows"])
+    assert set(table["verdicts"].values()) == {"pass"}

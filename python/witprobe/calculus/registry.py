@@ -143,6 +143,9 @@ _DEFAULT: list[tuple[str, Tier, str, str, bool]] = [
      "log E[a], half-lives, share near 1): observation only", "reading", False),
     ("state:groenwall@write", E, "running (prod max_j a) E + ||Delta_write||: bounds the layer's own state "
      "quantization error only for identical inputs, which cannot be confirmed at runtime", "reading", False),
+    ("pool:l2_gain@write", E, "per-channel gate weights of V4 block pooling: ||w||_2 (the l2 pooling "
+     "contract's gain) and the concentration profile; pooling acts on exact inputs and is not an error source",
+     "reading", False),
     ("attn_dist:tightness@read", E, "bound / realized TV: how loose a certified bound is on this run",
      "reading", False),
     # --- Ledger (python/witprobe/ledger) -------------------------------------------------------

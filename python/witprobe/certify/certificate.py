@@ -105,6 +105,8 @@ def effective_tier(claim: Claim, lean_status: str, lean_reason: str) -> tuple[Ti
     """The tier a claim may print: registered only if kernel-checked and not vacuous."""
     if claim.kind == "recurrent":
         return Tier.EMPIRICAL, "observation only: no certificate is claimed for a recurrent state"
+    if claim.kind == "pooling":
+        return Tier.EMPIRICAL, "pooling profile: readings of the gate weights (pooling is not an error source)"
     if claim.value is None and not claim.forms:
         return Tier.EMPIRICAL, "no reads observed on this layer"
     if claim.vacuous:

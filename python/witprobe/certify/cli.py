@@ -51,6 +51,13 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("show", help="print the per-layer table of a run directory")
     s.add_argument("dir", type=Path)
     sub.add_parser("doctor", help="report the environment: torch, transformers, Lean, Triton, GPU")
+    cov = sub.add_parser("coverage", help="certify every zoo configuration and write the coverage table")
+    cov.add_argument("--out", type=Path, default=Path("artifacts") / "coverage")
+    cov.add_argument("--models", nargs="+", default=None, choices=sorted(MODELS))
+    cov.add_argument("--codec", default="int8", choices=sorted(CODECS))
+    cov.add_argument("--max-new-tokens", type=int, default=24)
+    cov.add_argument("--lean", choices=("auto", "required", "off"), default="auto")
+    cov.add_argument("--quiet", action="store_true")
     return p
 
 
@@ -155,9 +162,24 @@ def _cmd_doctor(_: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_coverage(args: argparse.Namespace) -> int:
+    from witprobe.certify.campaign_coverage import COVERAGE_MODELS, run_coverage
+    from witprobe.certify.progress import Progress
+    from witprobe.formal import lean_runner
+
+    if args.lean == "required" and lean_runner.find_toolchain()[0] is None:
+        print("error: --lean required but no Lean toolchain was found", file=sys.stderr)
+        return EXIT_NO_LEAN
+    table = run_coverage(args.out, tuple(args.models) if args.models else COVERAGE_MODELS, codec=args.codec,
+                         max_new_tokens=args.max_new_tokens, lean=args.lean, progress=Progress(quiet=args.quiet))
+    print((args.out / "COVERAGE.md").read_text(encoding="utf-8"))
+    return EXIT_OK if all(v == "pass" for v in table["verdicts"].values()) else EXIT_FAIL
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    handler = {"run": _cmd_run, "check": _cmd_check, "show": _cmd_show, "doctor": _cmd_doctor}[args.command]
+    handler = {"run": _cmd_run, "check": _cmd_check, "show": _cmd_show, "doctor": _cmd_doctor,
+               "coverage": _cmd_coverage}[args.command]
     try:
         return handler(args)
     except KeyboardInterrupt:

@@ -18,8 +18,11 @@ CLASS_OF_KIND = {
     "latent": ("latent_kv",),
     "latent_indexed": ("latent_kv", "sparse_selector"),
     "recurrent": ("recurrent_state",),
+    "v4_sliding": ("compressed_kv",),
+    "v4_hca": ("compressed_kv",),
+    "v4_csa": ("compressed_kv", "sparse_selector"),
 }
-MAIN_TENSOR = {"plain_kv": "key", "latent_kv": "latent"}
+MAIN_TENSOR = {"plain_kv": "key", "latent_kv": "latent", "compressed_kv": "window"}
 
 
 def _layer_clean(layer: dict[str, Any]) -> bool:

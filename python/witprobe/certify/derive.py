@@ -40,6 +40,9 @@ READ_SELF_CHECKS = {
     "sel_flip_in_witness_cert": "rows whose selection changed although the witness certified it unchanged",
     "sel_mass_bound_beaten": "rows whose realized swapped selector mass exceeds its witness bound",
     "rows_total_beaten_on_certified": "certified-selection rows whose end-to-end TV beats the storage bound",
+    "v4_key_mismatch": "query rows whose read keys differ from cat(served window, served entries)",
+    "entry_pool_viol": "pooled windows whose largest gate weight is below 1/B",
+    "index_entry_pool_viol": "indexer pooled windows whose largest gate weight is below 1/B",
 }
 # counters every layer of a memory class must carry (a missing one fails closed)
 _ROWS = ("rows_plain_beaten", "rows_centred_beaten", "rows_eform_beaten")
@@ -50,10 +53,15 @@ REQUIRED_READ_COUNTERS = {
     "latent": _ROWS + ("latent_recon_mismatch",),
     "latent_indexed": _ROWS + ("latent_recon_mismatch",) + _SELECTION,
     "recurrent": (),
+    "v4_sliding": _ROWS + ("v4_key_mismatch",),
+    "v4_hca": _ROWS + ("v4_key_mismatch", "entry_pool_viol"),
+    "v4_csa": _ROWS + ("v4_key_mismatch", "entry_pool_viol", "index_entry_pool_viol") + _SELECTION,
 }
 WRITE_TENSORS = {"dense_kv": ("key", "value"), "latent": ("latent", "rope"),
-                 "latent_indexed": ("latent", "rope", "indexer"), "recurrent": ("state",)}
-SPEC_OF = {"dense_kv": DENSE_KV, "latent": LATENT, "latent_indexed": LATENT, "recurrent": None}
+                 "latent_indexed": ("latent", "rope", "indexer"), "recurrent": ("state",),
+                 "v4_sliding": ("window",), "v4_hca": ("window", "entry"), "v4_csa": ("window", "entry", "index_entry")}
+SPEC_OF = {"dense_kv": DENSE_KV, "latent": LATENT, "latent_indexed": LATENT, "recurrent": None,
+           "v4_sliding": DENSE_KV, "v4_hca": DENSE_KV, "v4_csa": DENSE_KV}
 STATE_CONTRACTION = Metric("state", "contraction", "read")
 
 
@@ -172,6 +180,11 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
                     failures.append(f"layer {idx}: self-check counter {name} is missing (fail closed)")
                 checks[name] = checks.get(name, 0) + _counter(write, name, where)
         for name in REQUIRED_READ_COUNTERS[mclass]:
+            if name.endswith("_pool_viol"):
+                if name not in write and rows:
+                    failures.append(f"layer {idx}: self-check counter {name} is missing (fail closed)")
+                checks[name] = checks.get(name, 0) + _counter(write, name, where)
+                continue
             if name not in read and rows:
                 failures.append(f"layer {idx}: self-check counter {name} is missing (fail closed)")
             checks[name] = checks.get(name, 0) + _counter(read, name, where)
@@ -234,8 +247,10 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
             attn = Claim(cid, idx, ATTN_TV, None, best_v, True, reg_tier, realized, forms)
             best_eval = None
         claims.append(attn)
-        if mclass == "latent_indexed":
+        if mclass in ("latent_indexed", "v4_csa"):
             claims.extend(_selection_claims(idx, read, where, best_eval, registry, failures))
+        if mclass in ("v4_hca", "v4_csa"):
+            claims.append(_pooling_claim(idx, write, where))
         readings.append(_layer_readings(idx, mclass, write, read, where))
     return Derivation(claims, obligations, checks, failures, readings, coverage(run))
 
@@ -275,6 +290,34 @@ def _recurrent_claim(idx: int, layer: dict[str, Any], read: dict[str, Any], writ
     }
     return Claim(f"L{idx:02d}.state", idx, STATE_CONTRACTION, None, None, False, Tier.EMPIRICAL, 0.0,
                  kind="recurrent", extra=extra)
+
+
+def _pooling_claim(idx: int, write: dict[str, Any], where: str) -> Claim:
+    """Block pooling of compressed entries: not an error source, reported with both contracts.
+
+    Pooling acts on uncompressed token projections; a token-level error upstream of it would be
+    attenuated per channel with gain ``||w||_2`` (l2 form, Cauchy-Schwarz, ``in [1/sqrt(B), 1]``)
+    or passed with gain 1 (l-infinity form, convexity). Quoting the l2 gain alone would suggest an
+    unconditional attenuation, so both are reported. The profile (top1_norm, entropy, effective
+    fraction) is empirical.
+    """
+    extra: dict[str, Any] = {}
+    for tensor in ("entry", "index_entry"):
+        key = f"{tensor}_pool_w_l2"
+        if key not in write:
+            continue
+        extra[tensor] = {
+            "windows": _counter(write, f"{tensor}_pool_windows", where),
+            "contract_linf_gain": 1,
+            "contract_l2_gain_max": _stat(write, key, "max", where),
+            "contract_l2_gain_mean": _stat(write, key, "mean", where),
+            "contract_l2_gain_min": _stat(write, key, "min", where),
+            "top1_norm_mean": _stat(write, f"{tensor}_pool_top1_norm", "mean", where),
+            "entropy_n_mean": _stat(write, f"{tensor}_pool_entropy_n", "mean", where),
+            "eff_frac_mean": _stat(write, f"{tensor}_pool_eff_frac", "mean", where),
+        }
+    return Claim(f"L{idx:02d}.pooling", idx, Metric("pool", "l2_gain", "write"), None, None, False, Tier.EMPIRICAL,
+                 0.0, kind="pooling", extra=extra)
 
 
 SELECTION_MEASURED_ON = "truncation sets: attention vs selector mass outside the served top-k, same candidates"
@@ -336,6 +379,7 @@ def _layer_readings(idx: int, mclass: str, write: dict[str, Any], read: dict[str
     out: dict[str, Any] = {
         "layer": idx,
         "memory_class": mclass,
+        "main_tensor": main,
         "entries": (write.get(f"{main}_witness") or {}).get("n", 0),
         "rows": rows,
         "tv_realized_max": _stat(read, "tv_realized", "max", where),

@@ -22,6 +22,7 @@ from witprobe.probe.layouts import layer_kinds, text_config, witness_cache_for
 from witprobe.probe.observer import ATTN_IMPLEMENTATION, Observer
 from witprobe.probe.recurrent import DecayHooks
 from witprobe.probe.selector import SelectorHooks
+from witprobe.probe.v4 import PageSelectorHooks
 
 RUN_SCHEMA = "witprobe-run/1"
 
@@ -29,6 +30,11 @@ DEFAULT_PROMPTS = (
     "What is the capital of France? Answer in one sentence.",
     "Write a short poem about the sea and the wind.",
     "Explain how a transformer model uses attention to process text, step by step.",
+    "Read the following notes and summarize them in two sentences. The team met on Monday to review the "
+    "quarterly results. Sales grew in the northern region but fell slightly in the south, where two large "
+    "customers delayed their orders. The new product line shipped on time and early reviews are positive. "
+    "Support tickets rose after the launch and most were about installation. The team agreed to publish a "
+    "short setup guide, to call both delayed customers this week, and to meet again on Friday.",
 )
 
 
@@ -100,7 +106,12 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
     observer = Observer(num_layers)
     hooks = SelectorHooks(observer)
     decay = DecayHooks(observer)
+    pages = PageSelectorHooks(observer)
     try:
+        n_pages = pages.install(model)
+        n_csa = sum(k == "v4_csa" for k in kinds)
+        if n_pages != n_csa:
+            raise ValueError(f"{n_pages} page indexers found for {n_csa} CSA layers")
         n_gates = decay.install(model)
         n_recurrent = sum(k == "recurrent" for k in kinds)
         if n_gates != n_recurrent:
@@ -113,6 +124,7 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
     finally:
         hooks.remove()
         decay.remove()
+        pages.remove()
     snap = observer.snapshot()
     layers = [
         {
@@ -163,7 +175,7 @@ def _generate_all(loaded: LoadedModel, cfg: MeasureConfig, codec: Codec, observe
         label = f"request {i + 1}/{len(cfg.prompts)}"
         inputs = _encode(tok, prompt)
         n_prompt = int(inputs["input_ids"].shape[1])
-        cache = observer.attach(witness_cache_for(mc, codec, cfg.bands, cfg.compress_values, observer))
+        cache = observer.attach(witness_cache_for(mc, codec, cfg.bands, cfg.compress_values, observer, model=model))
         with torch.no_grad(), observer.active():
             out = model.generate(
                 **inputs, cache=cache, max_new_tokens=cfg.max_new_tokens, do_sample=False,

@@ -28,7 +28,7 @@ def print_table(cert: dict[str, Any], out: TextIO) -> None:
     for c in (c for c in cert["claims"] if c["kind"] == "attn_tv"):
         r = readings.get(c["layer"], {})
         f = c["forms"]
-        main = "latent" if str(r.get("memory_class", "")).startswith("latent") else "key"
+        main = r.get("main_tensor", "key")
         rel = r.get(f"{main}_rel_residual_mean")
         print(
             f"{c['layer']:>5} {_num(rel * 100 if rel is not None else None, '{:.3f}'):>8} "
@@ -42,6 +42,7 @@ def print_table(cert: dict[str, Any], out: TextIO) -> None:
         )
     print("(* = vacuous: a TV bound >= 1 says nothing; bounds are rounded up)", file=out)
     print_recurrent(cert, out)
+    print_pooling(cert, out)
     sel = {c["layer"]: c for c in cert["claims"] if c["kind"] == "selection"}
     if sel:
         tot = {c["layer"]: c for c in cert["claims"] if c["kind"] == "attn_tv_total"}
@@ -82,6 +83,24 @@ def print_recurrent(cert: dict[str, Any], out: TextIO) -> None:
             f"{_num(e['groenwall_state_error_max'], '{:.4f}'):>9}",
             file=out,
         )
+
+
+def print_pooling(cert: dict[str, Any], out: TextIO) -> None:
+    """Block pooling of compressed entries: both contracts' gains and the concentration profile."""
+    pool = [c for c in cert["claims"] if c["kind"] == "pooling"]
+    if not pool:
+        return
+    head = (f"{'layer':>5} {'entries':>11} {'windows':>7} {'l2 gain min/mean/max':>22} {'linf':>4} "
+            f"{'top1_n':>6} {'entr_n':>6} {'eff':>5}")
+    print("\npooling (not an error source; gains a token-level error would see):", file=out)
+    print(head, file=out)
+    print("-" * len(head), file=out)
+    for c in pool:
+        for tensor, e in c["extra"].items():
+            gains = f"{e['contract_l2_gain_min']:.3f}/{e['contract_l2_gain_mean']:.3f}/{e['contract_l2_gain_max']:.3f}"
+            print(f"{c['layer']:>5} {tensor:>11} {e['windows']:>7} {gains:>22} {e['contract_linf_gain']:>4} "
+                  f"{_num(e['top1_norm_mean'], '{:.3f}'):>6} {_num(e['entropy_n_mean'], '{:.3f}'):>6} "
+                  f"{_num(e['eff_frac_mean'], '{:.2f}'):>5}", file=out)
 
 
 def print_summary(cert: dict[str, Any], out: TextIO) -> None:

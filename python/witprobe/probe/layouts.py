@@ -26,6 +26,11 @@ def text_config(config: Any) -> Any:
 
 
 KNOWN_LAYER_TYPES = ("full_attention", "indexed_attention", "linear_attention")
+V4_KINDS = {
+    "compressed_sparse_attention": "v4_csa",
+    "heavily_compressed_attention": "v4_hca",
+    "sliding_attention": "v4_sliding",
+}
 
 
 def layer_kinds(config: Any) -> list[str]:
@@ -33,6 +38,11 @@ def layer_kinds(config: Any) -> list[str]:
     cfg = text_config(config)
     n = cfg.num_hidden_layers
     types = getattr(cfg, "layer_types", None) or ["full_attention"] * n
+    if getattr(cfg, "model_type", "") == "deepseek_v4":
+        unknown_v4 = sorted(set(types) - set(V4_KINDS))
+        if unknown_v4:
+            raise LayoutError(f"DeepSeek-V4 layer types {unknown_v4} are not supported")
+        return [V4_KINDS[t] for t in types]
     unknown = sorted(set(types) - set(KNOWN_LAYER_TYPES))
     if unknown:
         raise LayoutError(f"layer types {unknown} are not supported by the witness cache yet")
@@ -51,11 +61,25 @@ def layer_kinds(config: Any) -> list[str]:
 
 
 def witness_cache_for(config: Any, codec: Codec, bands: int, compress_values: bool,
-                      recorder: WriteRecorder) -> WitnessCache:
-    """A witness cache with one witness layer per decoder layer of ``config``."""
+                      recorder: WriteRecorder, model: Any = None) -> WitnessCache:
+    """A witness cache with one witness layer per decoder layer of ``config``.
+
+    DeepSeek-V4 layers also need ``model``: their compressors own the pooling parameters the
+    pooling readings are computed from.
+    """
     cfg = text_config(config)
     layers = []
     for i, kind in enumerate(layer_kinds(cfg)):
+        if kind.startswith("v4_"):
+            from witprobe.probe.v4 import WitnessV4CSALayer, WitnessV4HCALayer, WitnessV4SlidingLayer
+
+            cls = {"v4_csa": WitnessV4CSALayer, "v4_hca": WitnessV4HCALayer, "v4_sliding": WitnessV4SlidingLayer}[kind]
+            layer = cls(i, cfg, codec, bands, recorder)
+            if model is None:
+                raise LayoutError("DeepSeek-V4 witness layers need the model (for the compressors)")
+            layer.bind(getattr(model.model.layers[i].self_attn, "compressor", None))
+            layers.append(layer)
+            continue
         if kind == "dense_kv":
             layers.append(WitnessKVLayer(i, codec, codec if compress_values else None, bands, recorder))
         elif kind == "recurrent":

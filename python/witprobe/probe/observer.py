@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 from collections.abc import Iterator
 
 import torch
@@ -21,7 +22,7 @@ from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
 from witprobe.probe.accumulators import Accumulator
-from witprobe.probe.meters import WitnessBatch, read_rows_from_scores, witness_violations
+from witprobe.probe.meters import ScoreComponent, WitnessBatch, read_rows_from_scores, witness_violations
 from witprobe.probe.witness_cache import WitnessCache, WitnessLayerMixin
 
 ATTN_IMPLEMENTATION = "witprobe"
@@ -48,8 +49,13 @@ def eager_attention(
     attention_mask: torch.Tensor | None,
     scaling: float,
     dropout: float = 0.0,
+    sinks: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """transformers' eager attention: ``softmax(scale q k^T + mask) v`` with an fp32 softmax."""
+    """transformers' eager attention: ``softmax(scale q k^T + mask) v`` with an fp32 softmax.
+
+    With ``sinks`` (one logit per head, gpt-oss / DeepSeek-V4 style) a sink column takes part in
+    the softmax and is dropped afterwards, so each row's key probabilities sum to less than 1.
+    """
     groups = getattr(module, "num_key_value_groups", 1)
     k = _repeat_kv(key, groups)
     v = _repeat_kv(value, groups)
@@ -59,13 +65,19 @@ def eager_attention(
             w = w.masked_fill(~attention_mask, torch.finfo(w.dtype).min)
         else:
             w = w + attention_mask
-    w = nn.functional.softmax(w, dim=-1, dtype=torch.float32).to(query.dtype)
+    if sinks is not None:
+        col = sinks.reshape(1, -1, 1, 1).to(w.dtype).expand(w.shape[0], -1, w.shape[2], 1)
+        full = torch.cat([w, col], dim=-1)
+        full = full - full.max(dim=-1, keepdim=True).values
+        w = nn.functional.softmax(full, dim=-1, dtype=full.dtype)[..., :-1].to(query.dtype)
+    else:
+        w = nn.functional.softmax(w, dim=-1, dtype=torch.float32).to(query.dtype)
     w = nn.functional.dropout(w, p=dropout, training=module.training)
     out = torch.matmul(w, v).transpose(1, 2).contiguous()
     return out, w
 
 
-_UNSUPPORTED_KWARGS = ("softcap", "s_aux", "sinks")
+_UNSUPPORTED_KWARGS = ("softcap", "sinks")
 
 
 def witprobe_attention(
@@ -85,11 +97,35 @@ def witprobe_attention(
     if scaling is None:
         scaling = query.shape[-1] ** -0.5
     indices = kwargs.get("indices")
+    sinks = kwargs.get("s_aux")
     obs = _ACTIVE.get()
     if obs is not None:
-        obs.observe_read(module, query, key, attention_mask, scaling, indices=indices)
+        obs.observe_read(module, query, key, attention_mask, scaling, indices=indices, sinks=sinks)
     served_mask = attention_mask if indices is None else sparse_mask(attention_mask, indices, key.shape[2], query.dtype)
-    return eager_attention(module, query, key, value, served_mask, scaling, dropout)
+    return eager_attention(module, query, key, value, served_mask, scaling, dropout, sinks=sinks)
+
+
+def with_sinks(inputs, sinks: torch.Tensor):  # noqa: ANN001 - ReadInputs
+    """Append the per-head sink logit as one more, always visible, never perturbed column.
+
+    The sink takes part in the softmax (and is then dropped by the model), so the distribution the
+    bounds speak about is the one over keys plus the sink; its score error is 0.
+    """
+    b, h, q, _ = inputs.s_exact.shape
+    col = sinks.to(torch.float64).reshape(1, -1, 1, 1).expand(b, h, q, 1)
+    ones = torch.ones((b, h, q, 1), dtype=torch.bool, device=col.device)
+    inputs.s_exact = torch.cat([inputs.s_exact, col], dim=-1)
+    inputs.s_served = torch.cat([inputs.s_served, col], dim=-1)
+    inputs.visible = torch.cat([inputs.visible, ones], dim=-1)
+    if inputs.visible_exact is not None:
+        inputs.visible_exact = torch.cat([inputs.visible_exact, ones], dim=-1)
+        inputs.visible_full = torch.cat([inputs.visible_full, ones], dim=-1)
+    inputs.components = [
+        ScoreComponent(c.q_band_norms, torch.cat(
+            [c.k_band_norms, c.k_band_norms.new_zeros((*c.k_band_norms.shape[:2], 1, c.k_band_norms.shape[-1]))], dim=2))
+        for c in inputs.components
+    ]
+    return inputs
 
 
 def sparse_mask(mask: torch.Tensor | None, indices: torch.Tensor, kv_len: int, dtype: torch.dtype) -> torch.Tensor:
@@ -168,6 +204,27 @@ class Observer:
         acc.count(p + "viol_witness_below_residual", low)
         acc.count(p + "viol_witness_above_sqrt_bands", high)
 
+    # --- pooling (V4 compressed entries) -----------------------------------------------------------
+    def record_pooling(self, layer_idx: int, tensor: str, w: torch.Tensor) -> None:
+        """Gate weights ``(B, n_windows, slots, channels)`` of one pooling call: readings and self-check.
+
+        ``w_l2 = ||w||_2`` (the l2 pooling contract's gain, in ``[1/sqrt(B), 1]``); ``top1_norm =
+        (max w - 1/B)/(1 - 1/B)``; ``entropy_n = H/log B``; ``eff_frac = exp(H)/B``; the self-check
+        ``viol_pool`` counts channels whose largest weight is below ``1/B``.
+        """
+        acc = self.write[layer_idx]
+        p = f"{tensor}_pool_"
+        w = w.detach().to(torch.float64)
+        slots = w.shape[2]
+        top1 = w.amax(dim=2)
+        ent = -(w * torch.log(w.clamp_min(1e-300))).sum(dim=2)
+        acc.fold(p + "w_l2", w.pow(2).sum(dim=2).sqrt())
+        acc.fold(p + "top1_norm", (top1 - 1 / slots) / (1 - 1 / slots))
+        acc.fold(p + "entropy_n", ent / math.log(slots))
+        acc.fold(p + "eff_frac", torch.exp(ent) / slots)
+        acc.count(p + "viol", top1 < 1 / slots - 1e-4)
+        acc.count(p + "windows", torch.ones(w.shape[:2], dtype=torch.bool))
+
     # --- recurrent state ---------------------------------------------------------------------------
     def note_state_write(self, layer_idx: int, groenwall: torch.Tensor) -> None:
         """One recurrent-state write: count it and fold the running Groenwall quantity (a reading)."""
@@ -200,7 +257,7 @@ class Observer:
     # --- read -----------------------------------------------------------------------------------
     def observe_read(
         self, module: nn.Module, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None, scaling: float,
-        indices: torch.Tensor | None = None,
+        indices: torch.Tensor | None = None, sinks: torch.Tensor | None = None,
     ) -> None:
         if self.cache is None:
             raise ObserverError("observer has no witness cache attached")
@@ -222,6 +279,8 @@ class Observer:
                                            rows=slice(start, stop), indices=indices)
             except ValueError as e:
                 raise ObserverError(str(e)) from e
+            if sinks is not None:
+                inputs = with_sinks(inputs, sinks)
             rows = read_rows_from_scores(inputs.s_exact, inputs.s_served, inputs.visible, inputs.components, scaling)
             self._fold_rows(acc, rows)
             for name, flags in inputs.counters.items():

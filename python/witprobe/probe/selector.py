@@ -230,6 +230,29 @@ def _valid_from_mask(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return (mask > torch.finfo(mask.dtype).min / 2).expand_as(like)
 
 
+def fold_selection(acc, rows: SelectionRows, mismatch: torch.Tensor) -> None:  # noqa: ANN001 - Accumulator
+    """Fold one selection call into the layer's read accumulator (``sel_*`` keys, self-checks)."""
+    nt = rows.nontrivial
+    acc.count("indexer_recon_mismatch", mismatch)
+    acc.count("sel_rows", nt)
+    acc.count("sel_rows_trivial", ~nt)
+    acc.count("sel_cert_witness", rows.cert_witness & nt)
+    acc.count("sel_cert_witness_top1", rows.cert_witness_top1 & nt)
+    acc.count("sel_changed", rows.changed & nt)
+    acc.count("sel_flip_in_witness_cert", rows.changed & rows.cert_witness)
+    tol = 1e-9
+    acc.count("sel_mass_bound_beaten", (rows.m_in > rows.m_in_bound + tol) | (rows.m_out > rows.m_out_bound + tol))
+    acc.fold("sel_b_S_witness", (0.5 * (rows.m_in_bound + rows.m_out_bound))[nt])
+    acc.fold("sel_b_S_realized", (0.5 * (rows.m_in + rows.m_out))[nt])
+    acc.fold("sel_m_sel", rows.m_sel[nt])
+    for eta, st in rows.eta.items():
+        tag = f"sel_eta{eta:g}"
+        acc.fold(f"{tag}_b_S", st["b_S"][nt])
+        for key, flags in st.items():
+            if key != "b_S":
+                acc.count(f"{tag}_{key}", flags & nt)
+
+
 class SelectorHooks:
     """Forward hooks on every DSA indexer: meter the selection and stage it for the read.
 
@@ -282,26 +305,7 @@ class SelectorHooks:
                 tol = 1e-5 * served.abs().amax(-1, keepdim=True).clamp_min(1e-30)
                 ok = torch.where(model_sel, served >= kth - tol, torch.ones_like(valid)).all(-1)
                 mismatch = mismatch & ~ok
-        acc = obs.read[module.layer_idx]
-        nt = rows.nontrivial
-        acc.count("indexer_recon_mismatch", mismatch)
-        acc.count("sel_rows", nt)
-        acc.count("sel_rows_trivial", ~nt)
-        acc.count("sel_cert_witness", rows.cert_witness & nt)
-        acc.count("sel_cert_witness_top1", rows.cert_witness_top1 & nt)
-        acc.count("sel_changed", rows.changed & nt)
-        acc.count("sel_flip_in_witness_cert", rows.changed & rows.cert_witness)
-        tol = 1e-9
-        acc.count("sel_mass_bound_beaten", (rows.m_in > rows.m_in_bound + tol) | (rows.m_out > rows.m_out_bound + tol))
-        acc.fold("sel_b_S_witness", (0.5 * (rows.m_in_bound + rows.m_out_bound))[nt])
-        acc.fold("sel_b_S_realized", (0.5 * (rows.m_in + rows.m_out))[nt])
-        acc.fold("sel_m_sel", rows.m_sel[nt])
-        for eta, st in rows.eta.items():
-            tag = f"sel_eta{eta:g}"
-            acc.fold(f"{tag}_b_S", st["b_S"][nt])
-            for key, flags in st.items():
-                if key != "b_S":
-                    acc.count(f"{tag}_{key}", flags & nt)
+        fold_selection(obs.read[module.layer_idx], rows, mismatch)
         layer.pending = {
             "exact_sel": rows.exact_sel,
             "served_sel": rows.served_sel,
