@@ -8,7 +8,8 @@ named failure class, a way the probe can produce a clean exit and a wrong number
 
 coverage
     ``snapshot_invalid``        not a ``witprobe-probe/1`` record, an ``err`` set, or no coverage/slots;
-    ``counter_missing``         a required counter is null or missing (fail closed, never a pass);
+    ``counter_missing``         a required counter is null or missing (fail closed, never a pass):
+                                call counts, statistic counts, and the self-check counters;
     ``zero_trigger``            the probe never metered a call;
     ``state_overwrite``         per-layer state overwrote itself: a slot's key disagrees with its
                                 ``(owner, layer, path)``, slot call counts do not add up to the
@@ -169,6 +170,13 @@ def check_coverage(snap: Any, exp: Expectations) -> list[Finding]:
         for sk, st in (s.get("stats") or {}).items():
             if not isinstance(st, dict) or not _is_count(st.get("calls")) or not _is_count(st.get("n")):
                 f.add("counter_missing", f"{key}.stats.{sk}", "calls or n is null or missing")
+        counters = s.get("counters")
+        if not isinstance(counters, dict) or not any(k.startswith("viol_") for k in counters):
+            f.add("counter_missing", f"{key}.counters", "no viol_* self-check counters")
+        else:
+            for ck, c in counters.items():
+                if not _is_count(c):
+                    f.add("counter_missing", f"{key}.counters.{ck}", f"null or not an integer: {c!r}")
     by_layer = cov.get("device_calls_by_layer")
     if by_layer is None:
         f.add("counter_missing", "coverage.device_calls_by_layer", "null or missing")
