@@ -196,7 +196,9 @@ def check_coverage(snap: Any, exp: Expectations) -> list[Finding]:
     # state_overwrite
     for key, s in slots.items():
         ident = f"{s.get('owner')}|L{s.get('layer')}|{s.get('path')}"
-        if key != ident:
+        if not _is_count(s.get("layer")):
+            f.add("state_overwrite", key, f"slot layer {s.get('layer')!r} is not a layer index")
+        elif key != ident:
             f.add("state_overwrite", key, f"slot key does not match its identity {ident!r}")
         for sk, st in (s.get("stats") or {}).items():
             if st["calls"] != s["device_calls"]:
@@ -223,7 +225,7 @@ def check_coverage(snap: Any, exp: Expectations) -> list[Finding]:
             f.add("path_never_taken", f"path {p}", "declared path with no metered call")
 
     # layer_coverage_mismatch
-    observed = sorted({s.get("layer") for s in slots.values() if s["host_calls"] > 0}, key=str)
+    observed = sorted({s.get("layer") for s in slots.values() if s["host_calls"] > 0 and _is_count(s.get("layer"))})
     declared = cov["declared_layers"]
     if isinstance(exp.layers, int):
         if len(observed) != exp.layers:

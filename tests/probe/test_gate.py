@@ -20,8 +20,8 @@ from witprobe.probe.accumulators import Accumulator
 from witprobe.probe.band_meter import select_rows
 from witprobe.probe.runtime import ProbeConfig, ProbeRuntime
 
-NUM_LAYERS = 4
-DECLARED = (1, 2)
+NUM_LAYERS = 12
+DECLARED = (2, 10)  # 10 sorts before 2 as a string
 
 
 def _forward(rt: ProbeRuntime, step: int, paths=("key", "value"), value: float | None = None) -> None:
@@ -55,7 +55,7 @@ def test_a_healthy_snapshot_passes(good):
     r = check(good, Expectations(layers=2, paths=("key", "value")))
     assert r.passed and r.first_failure is None, r
     assert [s.status for s in r.stages] == ["pass", "pass", "pass"]
-    assert check(good, Expectations(layers=(1, 2))).passed
+    assert check(good, Expectations(layers=(2, 10))).passed
 
 
 def test_snapshot_invalid(good):
@@ -71,10 +71,10 @@ def test_snapshot_invalid(good):
 @pytest.mark.parametrize(
     "edit",
     [
-        lambda s: s["slots"]["DenseKV#0|L1|key"].__setitem__("device_calls", None),
-        lambda s: s["slots"]["DenseKV#0|L1|key"].pop("host_calls"),
-        lambda s: s["slots"]["DenseKV#0|L2|value"]["counters"].__setitem__("viol_low_int8", None),
-        lambda s: s["slots"]["DenseKV#0|L2|value"].__setitem__("counters", {}),
+        lambda s: s["slots"]["DenseKV#0|L2|key"].__setitem__("device_calls", None),
+        lambda s: s["slots"]["DenseKV#0|L2|key"].pop("host_calls"),
+        lambda s: s["slots"]["DenseKV#0|L10|value"]["counters"].__setitem__("viol_low_int8", None),
+        lambda s: s["slots"]["DenseKV#0|L10|value"].__setitem__("counters", {}),
         lambda s: s["coverage"].__setitem__("n_calls", None),
         lambda s: s["coverage"].pop("device_calls_by_layer"),
     ],
@@ -126,7 +126,7 @@ def test_state_overwrite_from_a_faulty_runtime(cls):
 
 def test_state_overwrite_when_two_slots_serialized_to_one_key(good):
     bad = copy.deepcopy(good)
-    bad["slots"]["DenseKV#0|L1|key"] = bad["slots"].pop("DenseKV#0|L2|key")  # JSON kept the last writer
+    bad["slots"]["DenseKV#0|L2|key"] = bad["slots"].pop("DenseKV#0|L10|key")  # JSON kept the last writer
     assert "state_overwrite" in failures(check(bad, Expectations(layers=2)), "coverage")
 
 
@@ -142,7 +142,7 @@ def test_path_never_taken():
 
 def test_layer_coverage_mismatch(good):
     assert "layer_coverage_mismatch" in failures(check(good, Expectations(layers=3)), "coverage")
-    assert "layer_coverage_mismatch" in failures(check(good, Expectations(layers=(1, 3))), "coverage")
+    assert "layer_coverage_mismatch" in failures(check(good, Expectations(layers=(2, 3))), "coverage")
     bad = copy.deepcopy(good)
     bad["coverage"]["device_calls_by_layer"]["key"][0] = 4  # a meter ran on an undeclared layer
     assert "layer_coverage_mismatch" in failures(check(bad, Expectations(layers=2)), "coverage")
@@ -175,8 +175,8 @@ def test_liveness_under_replay():
 
 def test_device_counter_lagging_host_fails(good):
     bad = copy.deepcopy(good)
-    bad["slots"]["DenseKV#0|L2|value"]["device_calls"] -= 1
-    for st in bad["slots"]["DenseKV#0|L2|value"]["stats"].values():
+    bad["slots"]["DenseKV#0|L10|value"]["device_calls"] -= 1
+    for st in bad["slots"]["DenseKV#0|L10|value"]["stats"].values():
         st["calls"] -= 1
     assert failures(check(bad, Expectations(layers=2)), "coverage") == {"device_counter_not_exceeding_host"}
 
@@ -194,7 +194,7 @@ def test_uninitialized_memory_beyond_the_valid_range():
     r = check(rt.snapshot(), Expectations(layers=2))
     assert r.first_failure == "magnitude" and "magnitude_out_of_range" in failures(r, "magnitude")
     bad = copy.deepcopy(_runtime().snapshot())
-    bad["slots"]["DenseKV#0|L1|key"]["stats"]["rel_int8"]["max"] = 1.5
+    bad["slots"]["DenseKV#0|L2|key"]["stats"]["rel_int8"]["max"] = 1.5
     assert "magnitude_out_of_range" in failures(check(bad, Expectations(layers=2)), "magnitude")
 
 
@@ -211,14 +211,14 @@ def test_witness_violation_from_a_broken_meter(monkeypatch):
 
 def test_flip_inside_the_certified_region(good):
     bad = copy.deepcopy(good)
-    bad["slots"]["DenseKV#0|L1|key"]["counters"]["flip_in_cert0.01"] = 2
+    bad["slots"]["DenseKV#0|L2|key"]["counters"]["flip_in_cert0.01"] = 2
     r = check(bad, Expectations(layers=2))
     assert r.first_failure == "soundness" and failures(r) == {"flip_in_certified_region"}
 
 
 def test_order_is_enforced_earlier_failure_invalidates_later_stages(good):
     bad = copy.deepcopy(good)
-    bad["slots"]["DenseKV#0|L1|key"]["counters"]["viol_low_int8"] = 3
+    bad["slots"]["DenseKV#0|L2|key"]["counters"]["viol_low_int8"] = 3
     assert check(bad, Expectations(layers=2)).first_failure == "soundness"
     # the same violation behind a coverage failure: reported, but only as invalidated
     r = check(bad, Expectations(layers=5))
@@ -243,7 +243,7 @@ def test_cli_exit_codes(tmp_path: Path, good, capsys):
     ok = tmp_path / "ok.json"
     ok.write_text(json.dumps(good))
     bad_snap = copy.deepcopy(good)
-    bad_snap["slots"]["DenseKV#0|L1|key"]["counters"]["viol_high_int8"] = 1
+    bad_snap["slots"]["DenseKV#0|L2|key"]["counters"]["viol_high_int8"] = 1
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(bad_snap))
     assert main([str(ok), "--expect-layers", "2"]) == 0
