@@ -159,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[RunResult] = []
     names = list(confs)
     t_start = time.time()
+    load_start = os.getloadavg()
     for b in batch_sizes:
         ids = base_ids.repeat(b, 1)
         decode_run(model, ids, None, min(8, args.steps), "warmup", -1)  # discarded
@@ -184,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "greedy_tokens_identical_across_settings": len(same) == 1,
         "wall_s": time.time() - t_start,
+        "load_average_start_end": [list(load_start), list(os.getloadavg())],
         "comparison": comparison,
         "meter": meters,
         "runs": runs_json(runs),
