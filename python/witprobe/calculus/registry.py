@@ -162,6 +162,18 @@ _DEFAULT: list[tuple[str, Tier, str, str, bool]] = [
      "reading of the policy, not a bound", "reading", False),
     ("entry:retention@write", E, "fraction of written entries authorized and stored masked: a reading",
      "reading", False),
+    # --- Always-on probe (probe/band_meter.py): the probe's own shadow quantizer ----------------
+    ("entry:norm@write", E, "||x|| of a sampled written entry: a magnitude reading (the gate's sanity "
+     "check on uninitialized memory), never a bound", "reading", False),
+    ("shadow_entry:band_witness@write", E, "W = sum_b ||Delta_b|| of the probe's shadow re-quantization, "
+     "not of the served codec: self-checked (W >= ||Delta||) but it bounds nothing that is served, so a "
+     "reading that must never enter a contract", "reading", False),
+    ("shadow_entry:l2@write", E, "||Delta|| of the probe's shadow re-quantization (needs the entry): a "
+     "reading", "reading", False),
+    ("shadow_entry:rel_residual@write", E, "||Delta||/||x|| of the shadow re-quantization: a reading of how "
+     "compressible the written entries are", "reading", False),
+    ("shadow_entry:conservativeness@write", E, "W/||Delta|| of the shadow re-quantization, in [1, sqrt(bands)] "
+     "by the triangle and Cauchy-Schwarz inequalities (violations are counted): a reading", "reading", False),
 ]
 
 

@@ -23,6 +23,7 @@ from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
 from witprobe.probe.accumulators import Accumulator
 from witprobe.probe.meters import ScoreComponent, WitnessBatch, read_rows_from_scores, witness_violations
+from witprobe.probe.runtime import ProbeRuntime
 from witprobe.probe.witness_cache import WitnessCache, WitnessLayerMixin
 
 ATTN_IMPLEMENTATION = "witprobe"
@@ -154,9 +155,22 @@ class Observer:
         Where accumulators live.
     row_chunk:
         Query rows metered at once (bounds the float64 working set).
+    probe:
+        Optional always-on probe (:class:`witprobe.probe.runtime.ProbeRuntime`) that also meters
+        the stored entries of every write on its declared layers; read it back with
+        :meth:`probe_snapshot`. Without it the observer behaves exactly as before.
     """
 
-    def __init__(self, num_layers: int, device: torch.device | str = "cpu", row_chunk: int = 256) -> None:
+    def __init__(
+        self,
+        num_layers: int,
+        device: torch.device | str = "cpu",
+        row_chunk: int = 256,
+        probe: ProbeRuntime | None = None,
+    ) -> None:
+        if probe is not None and probe.num_layers != num_layers:
+            raise ObserverError(f"probe runtime has {probe.num_layers} layers, the observer {num_layers}")
+        self.probe = probe
         self.num_layers = num_layers
         self.cache: WitnessCache | None = None
         self.row_chunk = row_chunk
@@ -254,6 +268,11 @@ class Observer:
             per_channel[key] = v if key not in per_channel else per_channel[key] + v
         per_channel["n"] = per_channel.get("n", 0) + flat_a.shape[0]
 
+    def observe_entries(self, layer_idx: int, tensor: str, stored: torch.Tensor) -> None:
+        """Forward the stored entries of a write to the always-on probe, if one is attached."""
+        if self.probe is not None:
+            self.probe.on_write(layer_idx, tensor, stored)
+
     # --- read -----------------------------------------------------------------------------------
     def observe_read(
         self, module: nn.Module, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None, scaling: float,
@@ -328,6 +347,12 @@ class Observer:
             ratio = b / tv
             acc.fold(f"{form}_tightness", ratio[tv > 0])
         acc.count("rows", torch.ones_like(tv, dtype=torch.bool))
+
+    def probe_snapshot(self, meta: dict | None = None) -> dict:
+        """The attached probe's snapshot (schema ``witprobe-probe/1``); raises if none is attached."""
+        if self.probe is None:
+            raise ObserverError("no probe runtime is attached to this observer")
+        return self.probe.snapshot(meta)
 
     def snapshot(self) -> dict[str, list]:
         """Host readback of every accumulator (the only synchronisation)."""

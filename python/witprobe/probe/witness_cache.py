@@ -31,6 +31,17 @@ class WriteRecorder(Protocol):
     def record_write(self, layer_idx: int, tensor: str, w: WitnessBatch, bands: int) -> None: ...
 
 
+class EntryObserver(Protocol):
+    """Optional second interface of a recorder: sees the stored entries of every write.
+
+    A recorder that defines ``observe_entries`` receives the served (stored) entries
+    ``(batch, kv_heads, new_tokens, head_dim)`` of each write; the always-on probe meters them.
+    Recorders without it are unaffected.
+    """
+
+    def observe_entries(self, layer_idx: int, tensor: str, stored: torch.Tensor) -> None: ...
+
+
 @dataclass
 class ReadInputs:
     """What a layer gives the read meter for one attention call."""
@@ -105,6 +116,10 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
         wv = band_witness(value_states, v_hat, self.bands)
         self.recorder.record_write(self.layer_idx, "key", wk, self.bands)
         self.recorder.record_write(self.layer_idx, "value", wv, self.bands)
+        observe = getattr(self.recorder, "observe_entries", None)
+        if observe is not None:
+            observe(self.layer_idx, "key", k_hat)
+            observe(self.layer_idx, "value", v_hat)
         self.keys = torch.cat([self.keys, k_hat], dim=-2)
         self.values = torch.cat([self.values, v_hat], dim=-2)
         self._append("exact_keys", key_states)
