@@ -61,24 +61,14 @@ def _progress(msg: str) -> None:
     print(f"[witprobe] {msg}", file=sys.stderr, flush=True)
 
 
-def _build_cache(src: Path, dst: Path, digest: str) -> None:
-    """Dequantize the GGUF once and write it as safetensors, atomically (temp dir + rename)."""
-    import torch
+def _publish(dst: Path, src: Path, digest: str, fill) -> None:  # noqa: ANN001 - fill(tmp_dir) writes the files
+    """Write a cache folder atomically: ``fill`` writes into a temp dir that is renamed to ``dst``."""
     import transformers
-    from safetensors.torch import save_model
 
-    _progress(f"dequantizing {src.name} (one time, about 20 s; cached in {dst})")
-    tok = transformers.AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name)
-    model = transformers.AutoModelForCausalLM.from_pretrained(str(src.parent), gguf_file=src.name, dtype=torch.float32)
     dst.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=dst.parent))
     try:
-        cfg = model.config.to_dict()
-        cfg.pop("quantization_config", None)
-        cfg.pop("_model_name_or_path", None)
-        (tmp / "config.json").write_text(json.dumps(cfg, indent=1, sort_keys=True))
-        save_model(model, str(tmp / "model.safetensors"))
-        tok.save_pretrained(str(tmp))
+        fill(tmp)
         meta = {"gguf_sha256": digest, "gguf_file": src.name, "transformers": transformers.__version__}
         (tmp / "witprobe-meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
         try:
@@ -89,6 +79,27 @@ def _build_cache(src: Path, dst: Path, digest: str) -> None:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _build_cache(src: Path, dst: Path, digest: str) -> None:
+    """Dequantize the GGUF once and write it as safetensors, atomically (temp dir + rename)."""
+    import torch
+    import transformers
+    from safetensors.torch import save_model
+
+    _progress(f"dequantizing {src.name} (one time, about 20 s; cached in {dst})")
+    tok = transformers.AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name)
+    model = transformers.AutoModelForCausalLM.from_pretrained(str(src.parent), gguf_file=src.name, dtype=torch.float32)
+
+    def fill(tmp: Path) -> None:
+        cfg = model.config.to_dict()
+        cfg.pop("quantization_config", None)
+        cfg.pop("_model_name_or_path", None)
+        (tmp / "config.json").write_text(json.dumps(cfg, indent=1, sort_keys=True))
+        save_model(model, str(tmp / "model.safetensors"))
+        tok.save_pretrained(str(tmp))
+
+    _publish(dst, src, digest, fill)
 
 
 def gguf_digest(src: Path) -> str:
@@ -113,20 +124,7 @@ def _build_tokenizer_cache(src: Path, dst: Path, digest: str) -> None:
     import transformers
 
     tok = transformers.AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name)
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=dst.parent))
-    try:
-        tok.save_pretrained(str(tmp))
-        meta = {"gguf_sha256": digest, "gguf_file": src.name, "transformers": transformers.__version__}
-        (tmp / "witprobe-meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
-        try:
-            os.replace(tmp, dst)
-        except OSError:
-            if not (dst / "witprobe-meta.json").is_file():
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+    _publish(dst, src, digest, lambda tmp: tok.save_pretrained(str(tmp)))
 
 
 @functools.lru_cache(maxsize=1)

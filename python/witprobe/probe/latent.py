@@ -20,6 +20,7 @@ from transformers.cache_utils import DynamicLayer
 
 from witprobe.memory.codecs import Codec
 from witprobe.probe.meters import ScoreComponent, band_norms, band_witness, visibility
+from witprobe.probe.meters_latent import effective_query, w_uk_from_kv_b_proj
 from witprobe.probe.witness_cache import ReadInputs, WitnessLayerMixin, WriteRecorder, bands_for
 
 RECON_REL_TOL = 1e-4
@@ -33,9 +34,7 @@ def latent_key_weight(module) -> torch.Tensor:
     """``W_UK`` as ``(H, nope, r)`` from an MLA attention module's ``kv_b_proj`` (float64)."""
     w = module.kv_b_proj.weight.to(torch.float64)
     nope, v = module.qk_nope_head_dim, module.v_head_dim
-    r = w.shape[1]
-    heads = w.shape[0] // (nope + v)
-    return w.view(heads, nope + v, r)[:, :nope, :]
+    return w_uk_from_kv_b_proj(w, w.shape[0] // (nope + v), nope, v)
 
 
 class WitnessLatentLayer(WitnessLayerMixin, DynamicLayer):
@@ -126,7 +125,7 @@ class WitnessLatentLayer(WitnessLayerMixin, DynamicLayer):
         q = query.to(torch.float64)
         s_exact = torch.matmul(q, k_exact.transpose(-1, -2)) * scaling
         s_served = torch.matmul(q, k_served.transpose(-1, -2)) * scaling
-        u = torch.einsum("bhqn,hnr->bhqr", q[..., :nope], wuk)
+        u = effective_query(q[..., :nope], wuk)
         heads = q.shape[1]
         comps = [
             ScoreComponent(band_norms(u, self.bands_latent), self.latent_band_norms.expand(-1, heads, -1, -1)),

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import torch
 
+from witprobe.probe.meters import band_norms  # noqa: F401 - re-exported for the kernel tests
+
 
 class LatentWitnessError(ValueError):
     """Inconsistent shapes or band counts (the message names what)."""
@@ -55,17 +57,6 @@ def w_uk_from_kv_b_proj(weight: torch.Tensor, num_heads: int, qk_nope_head_dim: 
             f"kv_b_proj weight has {rows} rows, expected {num_heads} * ({qk_nope_head_dim} + {v_head_dim})"
         )
     return weight.reshape(num_heads, qk_nope_head_dim + v_head_dim, d_latent)[:, :qk_nope_head_dim, :]
-
-
-def band_norms(x: torch.Tensor, bands: int) -> torch.Tensor:
-    """``||x_b||`` over ``bands`` contiguous bands of the last dimension, float64.
-
-    Shape ``(..., D) -> (..., bands)``; ``bands`` must divide ``D``.
-    """
-    d = x.shape[-1]
-    if d % bands:
-        raise LatentWitnessError(f"{bands} bands do not divide the dimension {d}")
-    return x.to(torch.float64).reshape(*x.shape[:-1], bands, d // bands).norm(dim=-1)
 
 
 def effective_query(q_nope: torch.Tensor, w_uk: torch.Tensor) -> torch.Tensor:

@@ -18,7 +18,19 @@ from transformers.cache_utils import Cache, DynamicCache, DynamicLayer, StaticLa
 from witprobe.probe.runtime import ProbeRuntime
 
 
-class ProbedDynamicLayer(DynamicLayer):
+class _ProbedWrites:
+    """Report each key/value write to the runtime before the cache layer stores it."""
+
+    layer_idx: int
+    runtime: ProbeRuntime
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        self.runtime.on_write(self.layer_idx, "key", key_states)
+        self.runtime.on_write(self.layer_idx, "value", value_states)
+        return super().update(key_states, value_states, *args, **kwargs)
+
+
+class ProbedDynamicLayer(_ProbedWrites, DynamicLayer):
     """A ``DynamicLayer`` that reports each write ``(batch, kv_heads, new_tokens, head_dim)``."""
 
     def __init__(self, layer_idx: int, runtime: ProbeRuntime) -> None:
@@ -26,24 +38,14 @@ class ProbedDynamicLayer(DynamicLayer):
         self.layer_idx = layer_idx
         self.runtime = runtime
 
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        self.runtime.on_write(self.layer_idx, "key", key_states)
-        self.runtime.on_write(self.layer_idx, "value", value_states)
-        return super().update(key_states, value_states, *args, **kwargs)
 
-
-class ProbedStaticLayer(StaticLayer):
+class ProbedStaticLayer(_ProbedWrites, StaticLayer):
     """A ``StaticLayer`` (preallocated, in-place writes) that reports each write; graph-capturable."""
 
     def __init__(self, max_cache_len: int, layer_idx: int, runtime: ProbeRuntime) -> None:
         super().__init__(max_cache_len=max_cache_len)
         self.layer_idx = layer_idx
         self.runtime = runtime
-
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        self.runtime.on_write(self.layer_idx, "key", key_states)
-        self.runtime.on_write(self.layer_idx, "value", value_states)
-        return super().update(key_states, value_states, *args, **kwargs)
 
 
 class ProbedCache(DynamicCache):
