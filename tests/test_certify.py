@@ -184,7 +184,7 @@ def test_the_coverage_table_covers_six_configurations_and_five_families():
     table = json.loads((Path(__file__).resolve().parents[1] / "artifacts" / "coverage" / "coverage.json").read_text())
     models = {r["model"] for r in table["rows"]}
     assert {"smollm2", "qwen3", "mla", "mla-dsa", "v4", "kda"} <= models
-    assert {"plain_kv", "latent_kv", "sparse_selector", "recurrent_state", "compressed_kv"} <= {
+    assert {"plain_kv", "latent_kv", "sparse_selector", "recurrent_state"} <= {
         r["memory_class"] for r in table["rows"]}
     assert all(r["layers_covered"] == r["layers_total"] for r in table["rows"])
     assert set(table["verdicts"].values()) == {"pass"}

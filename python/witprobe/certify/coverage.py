@@ -18,11 +18,14 @@ CLASS_OF_KIND = {
     "latent": ("latent_kv",),
     "latent_indexed": ("latent_kv", "sparse_selector"),
     "recurrent": ("recurrent_state",),
-    "v4_sliding": ("compressed_kv",),
-    "v4_hca": ("compressed_kv",),
-    "v4_csa": ("compressed_kv", "sparse_selector"),
+    "v4_sliding": ("latent_kv",),
+    "v4_hca": ("latent_kv",),
+    "v4_csa": ("latent_kv", "sparse_selector"),
 }
-MAIN_TENSOR = {"plain_kv": "key", "latent_kv": "latent", "compressed_kv": "window"}
+# the stored-entry tensor whose residual is the class headline, per layer kind
+MAIN_TENSOR_OF_KIND = {"dense_kv": "key", "latent": "latent", "latent_indexed": "latent",
+                       "v4_sliding": "window", "v4_hca": "window", "v4_csa": "window"}
+MAIN_TENSOR = {"plain_kv", "latent_kv"}
 
 
 def _layer_clean(layer: dict[str, Any]) -> bool:
@@ -59,9 +62,12 @@ def coverage(run: dict[str, Any]) -> list[dict[str, Any]]:
             "layers_total": len(ls),
         }
         if cls in MAIN_TENSOR:
-            t = MAIN_TENSOR[cls]
-            rel = [x["write"][f"{t}_rel_residual"]["mean"] for x in covered if f"{t}_rel_residual" in x["write"]]
-            cons = [x["write"][f"{t}_conservativeness"]["mean"] for x in covered if f"{t}_conservativeness" in x["write"]]
+            rel, cons = [], []
+            for x in covered:
+                t = MAIN_TENSOR_OF_KIND[x["memory_class"]]
+                if f"{t}_rel_residual" in x["write"]:
+                    rel.append(x["write"][f"{t}_rel_residual"]["mean"])
+                    cons.append(x["write"][f"{t}_conservativeness"]["mean"])
             row["headline"] = {
                 "rel_residual_median": statistics.median(rel) if rel else None,
                 "conservativeness_median": statistics.median(cons) if cons else None,
