@@ -6,6 +6,7 @@ import Witprobe.Transfer
 import Witprobe.Chain
 import Witprobe.NegTests
 import Witprobe.ListSum
+import Witprobe.MulAC
 import Witprobe.Bridges
 import Witprobe.Budget
 import Witprobe.Sentinel
@@ -27,6 +28,7 @@ Core Lean 4 only (no Mathlib). Modules:
 * `Witprobe.Chain`: typed chains, erasure, and the per-run `ChainCert.check`.
 * `Witprobe.NegTests`: compositions pinned as not elaborating.
 * `Witprobe.ListSum`: finite sums and cancellation facts used below.
+* `Witprobe.MulAC`: named rearrangements of products (no `ac_rfl`).
 * `Witprobe.Bridges`: exp-free bridges (Hoelder score bridge, ratio to TV, pooling in both
   forms, selection, rank-prefix stability, oscillation).
 * `Witprobe.Budget`: telescoping weights, the two-layer budget, the union bound on a finite

@@ -1,5 +1,6 @@
 import Witprobe.Contract
 import Witprobe.ListSum
+import Witprobe.MulAC
 
 /-!
 # Exp-free metric bridges
@@ -237,25 +238,16 @@ theorem cs_step (a x S A B : Nat) (h : S * S ≤ A * B) :
       -- A · (a² B + A x²) = a²·(A B) + (A x)² ≥ (a S)² + (A x)² ≥ 2 (a S)(A x) = A · 2 (a x) S
       have amgm := two_mul_le_sq_add_sq (a * S) (A * x)
       have m1 : a * a * (S * S) ≤ a * a * (A * B) := Nat.mul_le_mul (Nat.le_refl _) h
-      have r1 : (a * S) * (a * S) = a * a * (S * S) := by
-        first
-          | ac_rfl
-          | simp only [Nat.mul_assoc, Nat.mul_comm, Nat.mul_left_comm]
+      have r1 : (a * S) * (a * S) = a * a * (S * S) := mul_mul_mul_swap a S a S
       have r2 : A * (a * a * B + A * (x * x)) = a * a * (A * B) + (A * x) * (A * x) := by
         rw [Nat.left_distrib]
-        have q1 : A * (a * a * B) = a * a * (A * B) := by
-          first
-            | ac_rfl
-            | simp only [Nat.mul_assoc, Nat.mul_comm, Nat.mul_left_comm]
-        have q2 : A * (A * (x * x)) = (A * x) * (A * x) := by
-          first
-            | ac_rfl
-            | simp only [Nat.mul_assoc, Nat.mul_comm, Nat.mul_left_comm]
+        have q1 : A * (a * a * B) = a * a * (A * B) := Nat.mul_left_comm A (a * a) B
+        have q2 : A * (A * (x * x)) = (A * x) * (A * x) :=
+          (Nat.mul_assoc A A (x * x)).symm.trans (mul_mul_mul_swap A x A x).symm
         rw [q1, q2]
       have r3 : 2 * ((a * S) * (A * x)) = A * (2 * ((a * x) * S)) := by
-        first
-          | ac_rfl
-          | simp only [Nat.mul_assoc, Nat.mul_comm, Nat.mul_left_comm]
+        rw [mul_cross_perm a S A x]
+        exact Nat.mul_left_comm 2 A (a * x * S)
       have key : A * (2 * ((a * x) * S)) ≤ A * (a * a * B + A * (x * x)) := by
         omega
       exact le_of_mul_le_mul_pos hApos key
@@ -273,10 +265,7 @@ theorem cs_step (a x S A B : Nat) (h : S * S ≤ A * B) :
       Nat.right_distrib _ _ _
     have f2 : a * a * (x * x + B) = a * a * (x * x) + a * a * B := Nat.left_distrib _ _ _
     have f3 : A * (x * x + B) = A * (x * x) + A * B := Nat.left_distrib _ _ _
-    have f4 : a * a * (x * x) = (a * x) * (a * x) := by
-      first
-        | ac_rfl
-        | simp only [Nat.mul_assoc, Nat.mul_comm, Nat.mul_left_comm]
+    have f4 : a * a * (x * x) = (a * x) * (a * x) := (mul_mul_mul_swap a x a x).symm
     omega
   omega
 

@@ -1,4 +1,5 @@
 import Witprobe.ListSum
+import Witprobe.MulAC
 
 /-!
 # Request budgets: telescoping weights, the two-layer budget, union bounds, shared reads
@@ -58,18 +59,14 @@ theorem telescope_sum : ∀ n : Nat, (tsum n).1 * (n + 1) = n * (tsum n).2
         = (tsum n).1 * ((n + 1) * (n + 2)) * (n + 2) + 1 * (tsum n).2 * (n + 2) :=
       Nat.right_distrib _ _ _
     have c1 : (tsum n).1 * ((n + 1) * (n + 2)) * (n + 2)
-        = ((tsum n).1 * (n + 1)) * ((n + 2) * (n + 2)) := by
-      first
-        | ac_rfl
-        | simp only [Nat.mul_assoc, Nat.mul_comm, Nat.mul_left_comm]
+        = ((tsum n).1 * (n + 1)) * ((n + 2) * (n + 2)) :=
+      mul_assoc_mid (tsum n).1 (n + 1) (n + 2) (n + 2)
     have c2 : ((tsum n).1 * (n + 1)) * ((n + 2) * (n + 2))
         = (n * (tsum n).2) * ((n + 2) * (n + 2)) := by
       rw [ih]
     have c3 : (n * (tsum n).2) * ((n + 2) * (n + 2))
-        = (n * (n + 2)) * ((tsum n).2 * (n + 2)) := by
-      first
-        | ac_rfl
-        | simp only [Nat.mul_assoc, Nat.mul_comm, Nat.mul_left_comm]
+        = (n * (n + 2)) * ((tsum n).2 * (n + 2)) :=
+      mul_mul_mul_swap n (tsum n).2 (n + 2) (n + 2)
     have c4 : 1 * (tsum n).2 * (n + 2) = (tsum n).2 * (n + 2) := by
       rw [Nat.one_mul]
     have c5 : (n * (n + 2) + 1) * ((tsum n).2 * (n + 2))
@@ -80,10 +77,8 @@ theorem telescope_sum : ∀ n : Nat, (tsum n).1 * (n + 1) = n * (tsum n).2
         = ((n + 1) * (n + 1)) * ((tsum n).2 * (n + 2)) := by
       rw [telescope_step_coeff n]
     have c8 : (n + 1) * ((tsum n).2 * ((n + 1) * (n + 2)))
-        = ((n + 1) * (n + 1)) * ((tsum n).2 * (n + 2)) := by
-      first
-        | ac_rfl
-        | simp only [Nat.mul_assoc, Nat.mul_comm, Nat.mul_left_comm]
+        = ((n + 1) * (n + 1)) * ((tsum n).2 * (n + 2)) :=
+      mul_left_comm_assoc (n + 1) (tsum n).2 (n + 1) (n + 2)
     omega
 
 /-- The denominator of the partial sum is positive. -/

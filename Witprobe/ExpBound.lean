@@ -31,20 +31,23 @@ def pow2k : Nat → Nat → Nat
   | x, 0 => x
   | x, k + 1 => pow2k (x * x) k
 
+/-- One squaring doubles the exponent: `(x·x)^(2^k) = x^(2^(k+1))`. -/
+theorem pow_sq_pow2 (x k : Nat) : (x * x) ^ (2 ^ k) = x ^ (2 ^ (k + 1)) := by
+  have hm : 2 ^ (k + 1) = 2 ^ k * 2 := Nat.pow_succ
+  rw [hm, Nat.pow_mul, Nat.pow_two, Nat.mul_pow]
+
 /-- `pow2k` is a power. -/
 theorem pow2k_eq : ∀ (k x : Nat), pow2k x k = x ^ (2 ^ k)
   | 0, x => by
     show x = x ^ (2 ^ 0)
     first
       | rfl
+      | (rw [Nat.pow_zero, Nat.pow_one])
       | simp
   | k + 1, x => by
     show pow2k (x * x) k = x ^ (2 ^ (k + 1))
     rw [pow2k_eq k (x * x)]
-    -- (x·x)^(2^k) = x^(2^(k+1))
-    first
-      | rw [Nat.pow_succ, Nat.mul_comm (2 ^ k) 2, Nat.pow_mul, Nat.pow_two]
-      | rw [Nat.mul_pow, Nat.pow_succ, Nat.pow_mul, Nat.pow_two]
+    exact pow_sq_pow2 x k
 
 /-- `E / fixedOne ≥ (1 - t/N)^(-N)` for `t = tNum / tDen`, with `0 ≤ t < N`. -/
 def expUpperOk (tNum tDen e : Nat) : Bool :=

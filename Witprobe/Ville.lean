@@ -1,4 +1,5 @@
 import Witprobe.ListSum
+import Witprobe.MulAC
 import Witprobe.Sentinel
 
 /-!
@@ -103,10 +104,8 @@ theorem ville (Ω : List (α × Nat)) (W U dNum dDen : Nat) (A : List α → Nat
       show dDen * npow U h.length * npow W (T + 1) ≤ npow W (T + 1) * dNum * A h
       have m : dDen * npow U h.length * npow W (T + 1) ≤ dNum * A h * npow W (T + 1) :=
         Nat.mul_le_mul hx (Nat.le_refl _)
-      have e : dNum * A h * npow W (T + 1) = npow W (T + 1) * dNum * A h := by
-        first
-          | ac_rfl
-          | simp only [Nat.mul_assoc, Nat.mul_comm, Nat.mul_left_comm]
+      have e : dNum * A h * npow W (T + 1) = npow W (T + 1) * dNum * A h :=
+        mul_rotate3 dNum (A h) (npow W (T + 1))
       omega
     | false =>
       show dDen * npow U h.length * cond (crossed U dNum dDen A h) (npow W (T + 1))
@@ -133,14 +132,11 @@ theorem ville (Ω : List (α × Nat)) (W U dNum dDen : Nat) (A : List α → Nat
           = U * (dDen * npow U h.length * wsum Ω (fun x => hitMass Ω W U dNum dDen A T (x :: h))) := by
         show dDen * (npow U h.length * U) * wsum Ω (fun x => hitMass Ω W U dNum dDen A T (x :: h))
           = U * (dDen * npow U h.length * wsum Ω (fun x => hitMass Ω W U dNum dDen A T (x :: h)))
-        first
-          | ac_rfl
-          | simp only [Nat.mul_assoc, Nat.mul_comm, Nat.mul_left_comm]
+        exact mul_assoc_out dDen (npow U h.length) U
+          (wsum Ω (fun x => hitMass Ω W U dNum dDen A T (x :: h)))
       have r2 : npow W T * dNum * (W * U * A h) = U * (npow W (T + 1) * dNum * A h) := by
         show npow W T * dNum * (W * U * A h) = U * (npow W T * W * dNum * A h)
-        first
-          | ac_rfl
-          | simp only [Nat.mul_assoc, Nat.mul_comm, Nat.mul_left_comm]
+        exact mul_swap_in (npow W T) dNum W U (A h)
       have key : U * (dDen * npow U h.length * wsum Ω (fun x => hitMass Ω W U dNum dDen A T (x :: h)))
           ≤ U * (npow W (T + 1) * dNum * A h) := by
         omega
