@@ -6,7 +6,9 @@
     - [mass_out n p inIh = sum_{t not in Ih} p t] (exact mass the served selection drops; since
       [p = 0] off [I] it is the mass on [I \ Ih]);
     - [mass_in n phat inI = sum_{t not in I} phat t] (served mass on [Ih \ I]);
-    - [inter_diff n inI inIh p phat = sum_{t in I and Ih} |p t - phat t|].
+    - [inter_diff n inI inIh p phat = sum_{t in I and Ih} |p t - phat t|];
+    - [supported n p inI]: [p >= 0] and [p = 0] off [I];
+    - [selection_bound = 1/2 (m_out + m_in) + 1/2 inter_diff].
 
     Main results:
     - [tv_selection_split] (equality) and [tv_selection_le] (paper Lemma 2, the selection lemma):
@@ -50,40 +52,37 @@ Proof.
   - rewrite (Hi eq_refl), (Hih eq_refl), Rminus_0_r, Rabs_R0. ring.
 Qed.
 
+(** [p] is a nonnegative vector supported on [I]: [p t >= 0], and [p t = 0] off [I] ([t < n]). *)
+Definition supported (n : nat) (p : nat -> R) (inI : nat -> bool) : Prop :=
+  forall t, (t < n)%nat -> 0 <= p t /\ (inI t = false -> p t = 0).
+
+(** The right side of the selection lemma: [1/2 (m_out + m_in) + 1/2 sum_{I and Ih} |p - phat|]. *)
+Definition selection_bound (n : nat) (inI inIh : nat -> bool) (p phat : nat -> R) : R :=
+  / 2 * (mass_out n p inIh + mass_in n phat inI) + / 2 * inter_diff n inI inIh p phat.
+
 (** [tv p phat = 1/2 (m_out + m_in) + 1/2 sum_{I and Ih} |p - phat|] for nonnegative [p], [phat]
     with [p = 0] off [I] and [phat = 0] off [Ih]. *)
 Theorem tv_selection_split (n : nat) (inI inIh : nat -> bool) (p phat : nat -> R) :
-  (forall t, (t < n)%nat -> 0 <= p t) ->
-  (forall t, (t < n)%nat -> 0 <= phat t) ->
-  (forall t, (t < n)%nat -> inI t = false -> p t = 0) ->
-  (forall t, (t < n)%nat -> inIh t = false -> phat t = 0) ->
-  tv n p phat
-    = / 2 * (mass_out n p inIh + mass_in n phat inI) + / 2 * inter_diff n inI inIh p phat.
+  supported n p inI -> supported n phat inIh -> tv n p phat = selection_bound n inI inIh p phat.
 Proof.
-  intros Hp Hph HI HIh. unfold tv, mass_out, mass_in, inter_diff.
+  intros Hp Hph. unfold tv, selection_bound, mass_out, mass_in, inter_diff.
   rewrite <- Rmult_plus_distr_l, <- !sum_plus. f_equal. apply sum_ext. intros t Ht.
-  apply selection_term; [apply Hp, Ht | apply Hph, Ht | apply HI, Ht | apply HIh, Ht].
+  destruct (Hp t Ht), (Hph t Ht). apply selection_term; assumption.
 Qed.
 
 (** The selection lemma as an upper bound (paper Lemma 2):
     [tv p phat <= 1/2 (m_out + m_in) + 1/2 sum_{I and Ih} |p - phat|]. *)
 Corollary tv_selection_le (n : nat) (inI inIh : nat -> bool) (p phat : nat -> R) :
-  (forall t, (t < n)%nat -> 0 <= p t) ->
-  (forall t, (t < n)%nat -> 0 <= phat t) ->
-  (forall t, (t < n)%nat -> inI t = false -> p t = 0) ->
-  (forall t, (t < n)%nat -> inIh t = false -> phat t = 0) ->
-  tv n p phat
-    <= / 2 * (mass_out n p inIh + mass_in n phat inI) + / 2 * inter_diff n inI inIh p phat.
-Proof. intros. right. apply tv_selection_split; assumption. Qed.
+  supported n p inI -> supported n phat inIh -> tv n p phat <= selection_bound n inI inIh p phat.
+Proof. intros Hp Hph. right. apply tv_selection_split; assumption. Qed.
 
 (** Counterexample: a negative [p] breaks it. [n = 1], [I = {0}], [Ih = {}], [p = -1], [phat = 0]:
     [tv = 1/2] but the right side is [-1/2]. *)
 Lemma tv_selection_needs_nonneg :
   tv 1 (fun _ => -1) (fun _ => 0)
-    > / 2 * (mass_out 1 (fun _ => -1) (fun _ => false) + mass_in 1 (fun _ => 0) (fun _ => true))
-      + / 2 * inter_diff 1 (fun _ => true) (fun _ => false) (fun _ => -1) (fun _ => 0).
+    > selection_bound 1 (fun _ => true) (fun _ => false) (fun _ => -1) (fun _ => 0).
 Proof.
-  unfold tv, mass_out, mass_in, inter_diff. simpl.
+  unfold tv, selection_bound, mass_out, mass_in, inter_diff. simpl.
   replace (0 + Rabs (-1 - 0)) with 1 by (rewrite Rminus_0_r, Rabs_left by lra; ring). lra.
 Qed.
 
