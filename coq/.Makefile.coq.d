@@ -4,3 +4,6 @@ Witprobe/Sum.vos Witprobe/Sum.vok Witprobe/Sum.required_vos: Witprobe/Sum.v
 Witprobe/Softmax.vo Witprobe/Softmax.glob Witprobe/Softmax.v.beautified Witprobe/Softmax.required_vo: Witprobe/Softmax.v Witprobe/Sum.vo
 Witprobe/Softmax.vio: Witprobe/Softmax.v Witprobe/Sum.vio
 Witprobe/Softmax.vos Witprobe/Softmax.vok Witprobe/Softmax.required_vos: Witprobe/Softmax.v Witprobe/Sum.vos
+Witprobe/Metric.vo Witprobe/Metric.glob Witprobe/Metric.v.beautified Witprobe/Metric.required_vo: Witprobe/Metric.v 
+Witprobe/Metric.vio: Witprobe/Metric.v 
+Witprobe/Metric.vos Witprobe/Metric.vok Witprobe/Metric.required_vos: Witprobe/Metric.v 
