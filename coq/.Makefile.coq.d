@@ -7,3 +7,6 @@ Witprobe/Softmax.vos Witprobe/Softmax.vok Witprobe/Softmax.required_vos: Witprob
 Witprobe/Metric.vo Witprobe/Metric.glob Witprobe/Metric.v.beautified Witprobe/Metric.required_vo: Witprobe/Metric.v 
 Witprobe/Metric.vio: Witprobe/Metric.v 
 Witprobe/Metric.vos Witprobe/Metric.vok Witprobe/Metric.required_vos: Witprobe/Metric.v 
+Witprobe/Chain.vo Witprobe/Chain.glob Witprobe/Chain.v.beautified Witprobe/Chain.required_vo: Witprobe/Chain.v Witprobe/Sum.vo Witprobe/Softmax.vo Witprobe/Metric.vo
+Witprobe/Chain.vio: Witprobe/Chain.v Witprobe/Sum.vio Witprobe/Softmax.vio Witprobe/Metric.vio
+Witprobe/Chain.vos Witprobe/Chain.vok Witprobe/Chain.required_vos: Witprobe/Chain.v Witprobe/Sum.vos Witprobe/Softmax.vos Witprobe/Metric.vos
