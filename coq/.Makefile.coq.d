@@ -10,3 +10,6 @@ Witprobe/Metric.vos Witprobe/Metric.vok Witprobe/Metric.required_vos: Witprobe/M
 Witprobe/Chain.vo Witprobe/Chain.glob Witprobe/Chain.v.beautified Witprobe/Chain.required_vo: Witprobe/Chain.v Witprobe/Sum.vo Witprobe/Softmax.vo Witprobe/Metric.vo
 Witprobe/Chain.vio: Witprobe/Chain.v Witprobe/Sum.vio Witprobe/Softmax.vio Witprobe/Metric.vio
 Witprobe/Chain.vos Witprobe/Chain.vok Witprobe/Chain.required_vos: Witprobe/Chain.v Witprobe/Sum.vos Witprobe/Softmax.vos Witprobe/Metric.vos
+Witprobe/Budget.vo Witprobe/Budget.glob Witprobe/Budget.v.beautified Witprobe/Budget.required_vo: Witprobe/Budget.v Witprobe/Sum.vo
+Witprobe/Budget.vio: Witprobe/Budget.v Witprobe/Sum.vio
+Witprobe/Budget.vos Witprobe/Budget.vok Witprobe/Budget.required_vos: Witprobe/Budget.v Witprobe/Sum.vos
