@@ -27,13 +27,10 @@
       transfer. *)
 
 From Coq Require Import Reals Lra.
-From Witprobe Require Import Sum Softmax Metric.
+From Witprobe Require Import Sum Softmax ExpLn Metric.
 Open Scope R_scope.
 
 (** ** Monotonicity helpers *)
-
-Lemma exp_le_mono (x y : R) : x <= y -> exp x <= exp y.
-Proof. intros [H|H]; [left; apply exp_increasing, H | right; rewrite H; reflexivity]. Qed.
 
 Lemma tanh_one_minus (x : R) : tanh x = 1 - 2 / (exp (2 * x) + 1).
 Proof.
