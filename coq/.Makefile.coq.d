@@ -16,3 +16,6 @@ Witprobe/Chain.vos Witprobe/Chain.vok Witprobe/Chain.required_vos: Witprobe/Chai
 Witprobe/Budget.vo Witprobe/Budget.glob Witprobe/Budget.v.beautified Witprobe/Budget.required_vo: Witprobe/Budget.v Witprobe/Sum.vo
 Witprobe/Budget.vio: Witprobe/Budget.v Witprobe/Sum.vio
 Witprobe/Budget.vos Witprobe/Budget.vok Witprobe/Budget.required_vos: Witprobe/Budget.v Witprobe/Sum.vos
+Witprobe/Ville.vo Witprobe/Ville.glob Witprobe/Ville.v.beautified Witprobe/Ville.required_vo: Witprobe/Ville.v Witprobe/Sum.vo Witprobe/ExpLn.vo
+Witprobe/Ville.vio: Witprobe/Ville.v Witprobe/Sum.vio Witprobe/ExpLn.vio
+Witprobe/Ville.vos Witprobe/Ville.vok Witprobe/Ville.required_vos: Witprobe/Ville.v Witprobe/Sum.vos Witprobe/ExpLn.vos
