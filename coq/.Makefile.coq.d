@@ -19,6 +19,6 @@ Witprobe/Budget.vos Witprobe/Budget.vok Witprobe/Budget.required_vos: Witprobe/B
 Witprobe/Ville.vo Witprobe/Ville.glob Witprobe/Ville.v.beautified Witprobe/Ville.required_vo: Witprobe/Ville.v Witprobe/Sum.vo Witprobe/ExpLn.vo
 Witprobe/Ville.vio: Witprobe/Ville.v Witprobe/Sum.vio Witprobe/ExpLn.vio
 Witprobe/Ville.vos Witprobe/Ville.vok Witprobe/Ville.required_vos: Witprobe/Ville.v Witprobe/Sum.vos Witprobe/ExpLn.vos
-Witprobe/Sentinel.vo Witprobe/Sentinel.glob Witprobe/Sentinel.v.beautified Witprobe/Sentinel.required_vo: Witprobe/Sentinel.v Witprobe/Sum.vo Witprobe/ExpLn.vo
-Witprobe/Sentinel.vio: Witprobe/Sentinel.v Witprobe/Sum.vio Witprobe/ExpLn.vio
-Witprobe/Sentinel.vos Witprobe/Sentinel.vok Witprobe/Sentinel.required_vos: Witprobe/Sentinel.v Witprobe/Sum.vos Witprobe/ExpLn.vos
+Witprobe/Sentinel.vo Witprobe/Sentinel.glob Witprobe/Sentinel.v.beautified Witprobe/Sentinel.required_vo: Witprobe/Sentinel.v Witprobe/Sum.vo Witprobe/ExpLn.vo Witprobe/Ville.vo
+Witprobe/Sentinel.vio: Witprobe/Sentinel.v Witprobe/Sum.vio Witprobe/ExpLn.vio Witprobe/Ville.vio
+Witprobe/Sentinel.vos Witprobe/Sentinel.vok Witprobe/Sentinel.required_vos: Witprobe/Sentinel.v Witprobe/Sum.vos Witprobe/ExpLn.vos Witprobe/Ville.vos

@@ -6,8 +6,8 @@
     (paper section 2.4, Lemma 3; [python/witprobe/ledger/sentinel.py]; [Witprobe/Sentinel.lean]).
 
     Main results:
-    - [miss_prob_eq]: on the [M^r] equally likely draw sequences, [P(all r draws miss) =
-      (1 - B/M)^r] with [B] the number of corrupted slots; [rounds_miss_prob]: [n] rounds of [r]
+    - [miss_prob_eq]: over [r] i.i.d. uniform draws (the path expectation [expect] of [Ville.v]:
+      [M^r] equally likely sequences), [P(all r draws miss) = (1 - B/M)^r] with [B] the number of corrupted slots; [rounds_miss_prob]: [n] rounds of [r]
       draws miss with probability [q^n].
     - [sentinel_rounds_iff]: for [0 < q < 1] and [delta > 0], [q^n <= delta <-> n >= ln delta / ln q];
       so the least such [n] is [ceil(ln delta / ln q)] ([detection_rounds] in Python), and
@@ -22,32 +22,11 @@
 
 From Coq Require Import Reals Lra Lia List ZArith.
 From Interval Require Import Tactic.
-From Witprobe Require Import Sum ExpLn.
+From Witprobe Require Import Sum ExpLn Ville.
 Import ListNotations.
 Open Scope R_scope.
 
 (** ** Miss probability of one round *)
-
-(** [sum over all M^r sequences l of r draws from {0..M-1} of f l]. *)
-Fixpoint seqsum (M r : nat) (f : list nat -> R) : R :=
-  match r with
-  | O => f []
-  | S r' => sum M (fun x => seqsum M r' (fun l => f (x :: l)))
-  end.
-
-Lemma seqsum_ext (M r : nat) : forall (f g : list nat -> R),
-  (forall l, f l = g l) -> seqsum M r f = seqsum M r g.
-Proof.
-  induction r as [|r IH]; intros f g H; simpl; [apply H|].
-  apply sum_ext. intros x _. apply IH. intros l. apply H.
-Qed.
-
-Lemma seqsum_scal (M r : nat) : forall (a : R) (f : list nat -> R),
-  seqsum M r (fun l => a * f l) = a * seqsum M r f.
-Proof.
-  induction r as [|r IH]; intros a f; simpl; [reflexivity|].
-  rewrite <- sum_scal_l. apply sum_ext. intros x _. apply (IH a (fun l => f (x :: l))).
-Qed.
 
 (** [1] if no draw of [l] hits a corrupted slot, else [0]. *)
 Definition all_miss (bad : nat -> bool) (l : list nat) : R :=
@@ -58,13 +37,27 @@ Definition ind_good (bad : nat -> bool) (x : nat) : R := if bad x then 0 else 1.
 (** The number [B] of corrupted slots among [0..M-1]. *)
 Definition corrupt_count (M : nat) (bad : nat -> bool) : R := sum M (fun x => if bad x then 1 else 0).
 
-(** [P(all r draws miss)] under the uniform law: each sequence has probability [(1/M)^r]. *)
+(** The uniform law on [{0..M-1}]. *)
+Definition uniform (M : nat) : nat -> R := fun _ => / INR M.
+
+(** [P(all r draws miss)]: the path expectation of [Ville.v] over [r] i.i.d. uniform draws
+    ([M^r] sequences, each of probability [(1/M)^r]). *)
 Definition miss_prob (M : nat) (bad : nat -> bool) (r : nat) : R :=
-  seqsum M r (all_miss bad) / INR M ^ r.
+  expect M (uniform M) r [] (all_miss bad).
 
 Lemma all_miss_cons (bad : nat -> bool) (x : nat) (l : list nat) :
   all_miss bad (x :: l) = ind_good bad x * all_miss bad l.
 Proof. unfold all_miss, ind_good. simpl. destruct (bad x); simpl; ring. Qed.
+
+(** For any one-step law [p]: [E[all r more draws miss | h] = (sum_x p x [x good])^r * [h all good]]. *)
+Lemma expect_all_miss (M : nat) (p : nat -> R) (bad : nat -> bool) (r : nat) : forall h,
+  expect M p r h (all_miss bad) = sum M (fun x => p x * ind_good bad x) ^ r * all_miss bad h.
+Proof.
+  induction r as [|r IH]; intros h; simpl expect; [simpl; ring|].
+  rewrite (sum_ext M _ (fun x => (p x * ind_good bad x) * (sum M (fun x => p x * ind_good bad x) ^ r * all_miss bad h)))
+    by (intros x _; rewrite IH, all_miss_cons; ring).
+  rewrite sum_scal_r. simpl. ring.
+Qed.
 
 (** [sum_{x<M} [x good] = M - B]. *)
 Lemma sum_ind_good (M : nat) (bad : nat -> bool) : sum M (ind_good bad) = INR M - corrupt_count M bad.
@@ -73,24 +66,15 @@ Proof.
   apply sum_ext. intros x _. unfold ind_good. destruct (bad x); ring.
 Qed.
 
-(** The number of all-miss sequences is [(M - B)^r]. *)
-Lemma seqsum_all_miss (M : nat) (bad : nat -> bool) (r : nat) :
-  seqsum M r (all_miss bad) = (INR M - corrupt_count M bad) ^ r.
-Proof.
-  induction r as [|r IH]; simpl; [reflexivity|].
-  rewrite (sum_ext M _ (fun x => ind_good bad x * seqsum M r (all_miss bad))).
-  - rewrite sum_scal_r, sum_ind_good, IH. reflexivity.
-  - intros x _. rewrite <- seqsum_scal. apply seqsum_ext. intros l. apply all_miss_cons.
-Qed.
-
 (** One round misses with probability [(1 - B/M)^r] (draws with replacement). *)
 Theorem miss_prob_eq (M : nat) (bad : nat -> bool) (r : nat) :
   (0 < M)%nat -> miss_prob M bad r = (1 - corrupt_count M bad / INR M) ^ r.
 Proof.
   intros HM. assert (0 < INR M) by (apply lt_0_INR, HM).
-  unfold miss_prob. rewrite seqsum_all_miss.
-  replace (1 - corrupt_count M bad / INR M) with ((INR M - corrupt_count M bad) * / INR M) by (field; lra).
-  rewrite Rpow_mult_distr, pow_inv. reflexivity.
+  unfold miss_prob. rewrite expect_all_miss. unfold all_miss, uniform. simpl.
+  rewrite Rmult_1_r. f_equal.
+  rewrite (sum_ext M _ (fun x => ind_good bad x * / INR M)) by (intros x _; ring).
+  rewrite sum_scal_r, sum_ind_good. field. lra.
 Qed.
 
 (** [n] rounds of [r] draws are [r * n] draws: they miss with probability [q^n]. *)
