@@ -219,12 +219,24 @@ Proof.
   injection H. auto.
 Qed.
 
+(** Boolean duplicate check. *)
+Fixpoint nodupb (l : list metric) : bool :=
+  match l with
+  | [] => true
+  | m :: l => negb (existsb (metric_eqb m) l) && nodupb l
+  end.
+
+Lemma nodupb_NoDup (l : list metric) : nodupb l = true -> NoDup l.
+Proof.
+  induction l as [|m l IH]; simpl; intros H; [constructor|].
+  apply andb_prop in H as [Hm Hl]. constructor; [|apply IH, Hl].
+  intros Hin. apply Bool.negb_true_iff in Hm. rewrite <- Bool.not_true_iff_false in Hm. apply Hm.
+  apply existsb_exists. exists m. split; [exact Hin|]. destruct (metric_eqb_spec m m); congruence.
+Qed.
+
 (** No metric is listed twice. *)
 Lemma all_metrics_NoDup : NoDup all_metrics.
-Proof.
-  assert (H : NoDup (map metric_name all_metrics)) by (vm_compute; repeat constructor; simpl; intuition discriminate).
-  eapply NoDup_map_inv. exact H.
-Qed.
+Proof. apply nodupb_NoDup. vm_compute. reflexivity. Qed.
 
 (** Counterexample beside the typing rule: an unregistered string decodes to nothing. *)
 Lemma unregistered_metric_rejected : metric_of_name "entry:l2@readback" = None.

@@ -195,30 +195,23 @@ Qed.
 
 Definition q1024 (r : nat) : R := (1 - 1 / 1024) ^ r.
 
+(** [least_rounds] with the enclosure [n - 1 < ln delta / ln q <= n] decided by Interval. *)
+Ltac worked_rounds n :=
+  apply (least_rounds _ _ n); unfold q1024; [split; interval | lra | lia |];
+  rewrite INR_IZR_INZ; simpl; split; interval.
+
 (** [r = 32]: 148 rounds ([q ~ 0.9692]), and 147 do not suffice. *)
 Lemma sentinel_r32_148 : q1024 32 ^ 148 <= 1 / 100 /\ 1 / 100 < q1024 32 ^ 147.
-Proof.
-  apply (least_rounds _ _ 148); unfold q1024; [split; interval | lra | lia |].
-  rewrite INR_IZR_INZ. simpl. split; interval.
-Qed.
+Proof. worked_rounds 148%nat. Qed.
 
 (** [r = 64]: 74 rounds ([q ~ 0.9394]). *)
 Lemma sentinel_r64_74 : q1024 64 ^ 74 <= 1 / 100 /\ 1 / 100 < q1024 64 ^ 73.
-Proof.
-  apply (least_rounds _ _ 74); unfold q1024; [split; interval | lra | lia |].
-  rewrite INR_IZR_INZ. simpl. split; interval.
-Qed.
+Proof. worked_rounds 74%nat. Qed.
 
 (** [r = 128]: 37 rounds ([q ~ 0.8824]). *)
 Lemma sentinel_r128_37 : q1024 128 ^ 37 <= 1 / 100 /\ 1 / 100 < q1024 128 ^ 36.
-Proof.
-  apply (least_rounds _ _ 37); unfold q1024; [split; interval | lra | lia |].
-  rewrite INR_IZR_INZ. simpl. split; interval.
-Qed.
+Proof. worked_rounds 37%nat. Qed.
 
 (** [r = 256]: 19 rounds ([q ~ 0.7787]). *)
 Lemma sentinel_r256_19 : q1024 256 ^ 19 <= 1 / 100 /\ 1 / 100 < q1024 256 ^ 18.
-Proof.
-  apply (least_rounds _ _ 19); unfold q1024; [split; interval | lra | lia |].
-  rewrite INR_IZR_INZ. simpl. split; interval.
-Qed.
+Proof. worked_rounds 19%nat. Qed.
