@@ -19,15 +19,10 @@
     below 1/2 holds (two keys, one score moved by 2). *)
 
 From Coq Require Import Reals Lra Lia.
-From Witprobe Require Import Sum Softmax.
+From Witprobe Require Import Sum Softmax ExpLn.
 Open Scope R_scope.
 
 (** ** Elementary facts *)
-
-Lemma exp_le_mono (x y : R) : x <= y -> exp x <= exp y.
-Proof.
-  intros H. destruct (Rle_lt_or_eq_dec x y H) as [Hlt| ->]; [left; apply exp_increasing, Hlt | lra].
-Qed.
 
 Lemma abs_le_between (x c : R) : Rabs x <= c -> - c <= x <= c.
 Proof.

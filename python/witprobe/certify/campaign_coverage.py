@@ -33,7 +33,8 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def run_coverage(out: Path, models: tuple[str, ...] = COVERAGE_MODELS, codec: str = "int8", bands: int = 4,
-                 max_new_tokens: int = 24, lean: str = "auto", progress: Progress | None = None) -> dict[str, Any]:
+                 max_new_tokens: int = 24, lean: str = "auto", progress: Progress | None = None,
+                 coq: str = "auto") -> dict[str, Any]:
     """Certify each model into ``out/<model>-<codec>`` and write the coverage table."""
     progress = progress or Progress(quiet=True)
     rows: list[dict[str, Any]] = []
@@ -45,7 +46,7 @@ def run_coverage(out: Path, models: tuple[str, ...] = COVERAGE_MODELS, codec: st
         loaded = load_model(name)
         run = measure(loaded, MeasureConfig(model=name, codec=codec, bands=bands, max_new_tokens=max_new_tokens),
                       progress)
-        produced = write_run_dir(run, out / f"{name}-{codec}", lean, force=True)
+        produced = write_run_dir(run, out / f"{name}-{codec}", lean, force=True, coq_mode=coq)
         cert = produced.certificate
         verdicts[name] = cert["summary"]["verdict"]
         for row in cert["coverage"]:

@@ -1,32 +1,42 @@
-"""The certificate (schema ``witprobe-certificate/1``): claims with machine-decided tiers.
+"""The certificate (schema ``witprobe-certificate/2``): claims with machine-decided tiers.
 
-Each claim carries ``registered_tier`` (what the tier registry grants its metric and chain),
-``lean_status`` (what happened to the obligations behind it) and ``tier``: the registered tier
-only if every obligation behind the claim was kernel-checked and the bound is not vacuous, else
-``empirical``, with ``tier_reason`` saying why. The certificate is a deterministic function of
-``run.json``, the rendered obligations and the Lean outcome, so ``certify check`` can re-derive it
-byte for byte.
+A claim is ``certified`` only when a proof kernel checked a theorem whose statement *is* the
+claim, against a library built (or its build verified) in the same check: today Coq's kernel on
+``obligations/run.v``. Each claim records ``kernels``:
+
+- ``coq``: ``kernel_checked``, ``rejected`` (the kernel or the assumption audit refused the
+  theorem), ``unchecked`` (with the reason: no ``coqc``, build failure, timeout) or ``none`` (no
+  theorem states this claim), with the fully qualified theorem name. The audited assumptions of
+  the checked theorems (``Print Assumptions`` of their conjunction, each within
+  ``assumptions_allowlist``) are recorded once, in ``kernels.coq.assumptions``;
+- ``lean``: the status of the claim's arithmetic obligations in ``obligations/run.lean``
+  (``arithmetic_checked`` when Lean's kernel accepted them, which does *not* certify).
+
+``tier`` is the registered tier only if the bound is not vacuous and the Coq theorem was
+kernel-checked, else ``empirical``, with ``tier_reason``. Each claim also lists its theorem's
+statement, the measured constants it rests on (the trust boundary) and the library theorems the
+proof applies. The certificate is a deterministic function of ``run.json``, the rendered files and
+the kernels' outcomes, so ``certify check`` can re-derive it byte for byte.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from witprobe.calculus import rounding
 from witprobe.calculus.tiers import Tier
 from witprobe.certify.derive import Claim, Derivation, self_check_meaning
-from witprobe.formal import lean_runner
+from witprobe.certify.kernels import KernelOutcomes
+from witprobe.formal import coq_runner
+from witprobe.formal.claim_theorems import ClaimTheorem
 from witprobe.formal.lean_runner import KERNEL_CHECKED, UNCHECKED, ObligationStatus
-from witprobe.formal.obligations import ChainObligation
-from witprobe.formal.render import obligation_spans
+from witprobe.formal.render_coq import COQ_FILE, qualified
 
-CERT_SCHEMA = "witprobe-certificate/1"
+CERT_SCHEMA = "witprobe-certificate/2"
 OBLIGATIONS_FILE = "obligations/run.lean"
-LEAN_MODES = ("auto", "required", "off")
+ARITHMETIC_CHECKED = "arithmetic_checked"
 
 
 def canonical_json(obj: Any) -> str:
@@ -38,57 +48,8 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-@dataclass
-class LeanOutcome:
-    """What Lean said about one run's obligation file."""
-
-    mode: str
-    status: str  # "checked" | "unavailable" | "off" | "build_failed" | "no_obligations"
-    reason: str
-    toolchain: str | None
-    statuses: dict[str, ObligationStatus] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"mode": self.mode, "status": self.status, "reason": self.reason, "toolchain": self.toolchain}
-
-
-def _all(obligations: list[ChainObligation], status: str, reason: str) -> dict[str, ObligationStatus]:
-    return {ob.ident: ObligationStatus(ob.ident, status, reason) for ob in obligations}
-
-
-def lean_check(
-    mode: str, lean_file: Path, lean_text: str, run_sha: str, obligations: list[ChainObligation],
-    timeout_s: float = 600.0,
-) -> LeanOutcome:
-    """Check the rendered obligations with Lean, or record why they stay unchecked."""
-    if mode not in LEAN_MODES:
-        raise ValueError(f"--lean must be one of {LEAN_MODES}, got {mode!r}")
-    if not obligations:
-        return LeanOutcome(mode, "no_obligations", "no non-vacuous claim produced an obligation", None)
-    if mode == "off":
-        reason = "Lean checking is off (--lean off)"
-        return LeanOutcome(mode, "off", reason, None, _all(obligations, UNCHECKED, reason))
-    toolchain, why = lean_runner.find_toolchain()
-    if toolchain is None:
-        return LeanOutcome(mode, "unavailable", why, None, _all(obligations, UNCHECKED, why))
-    project = lean_runner.find_project()
-    if project is None:
-        why = "Lean project not found (a lakefile.lean declaring package witprobe); set WITPROBE_LEAN_PROJECT"
-        return LeanOutcome(mode, "unavailable", why, toolchain.version, _all(obligations, UNCHECKED, why))
-    runner = lean_runner.LeanRunner(toolchain, project, timeout_s=timeout_s)
-    ok, out = runner.build()
-    if not ok:
-        why = "the Witprobe library did not build: " + " | ".join(out.strip().splitlines()[-5:])
-        return LeanOutcome(mode, "build_failed", why, toolchain.version, _all(obligations, UNCHECKED, why))
-    check = runner.check_file(lean_file)
-    spans, theorems = obligation_spans(lean_text, run_sha)
-    statuses = lean_runner.statuses_from_check(check, spans, theorems)
-    for ob in obligations:  # every obligation must have a status (fail closed)
-        statuses.setdefault(ob.ident, ObligationStatus(ob.ident, lean_runner.FAILED, "not found in the Lean output"))
-    return LeanOutcome(mode, "checked", "", toolchain.version, statuses)
-
-
 def _claim_lean_status(claim: Claim, statuses: dict[str, ObligationStatus]) -> tuple[str, str]:
+    """Status of the claim's Lean arithmetic obligations (``arithmetic_checked`` when all passed)."""
     obs = claim.obligations
     if not obs:
         return "none", "no obligation"
@@ -96,13 +57,13 @@ def _claim_lean_status(claim: Claim, statuses: dict[str, ObligationStatus]) -> t
     if any(s is None for s in sts):
         return UNCHECKED, "obligation has no Lean status"
     if all(s.status == KERNEL_CHECKED for s in sts):  # type: ignore[union-attr]
-        return KERNEL_CHECKED, ""
+        return ARITHMETIC_CHECKED, ""
     worst = next(s for s in sts if s.status != KERNEL_CHECKED)  # type: ignore[union-attr]
     return worst.status, f"obligation {worst.ident} {worst.status}: {worst.reason}"  # type: ignore[union-attr]
 
 
-def effective_tier(claim: Claim, lean_status: str, lean_reason: str) -> tuple[Tier, str]:
-    """The tier a claim may print: registered only if kernel-checked and not vacuous."""
+def effective_tier(claim: Claim, coq_status: str, coq_reason: str) -> tuple[Tier, str]:
+    """The tier a claim may print: registered only if not vacuous and its theorem was kernel-checked."""
     if claim.kind == "recurrent":
         return Tier.EMPIRICAL, "observation only: no certificate is claimed for a recurrent state"
     if claim.kind == "pooling":
@@ -113,11 +74,11 @@ def effective_tier(claim: Claim, lean_status: str, lean_reason: str) -> tuple[Ti
         return Tier.EMPIRICAL, "vacuous: the TV bound is >= 1"
     if claim.registered_tier is Tier.EMPIRICAL:
         return Tier.EMPIRICAL, "the composition includes an empirical step (a paired measurement, no theorem)"
-    if lean_status == "none":
-        return Tier.EMPIRICAL, "no kernel-checked obligation covers this claim (exact Python arithmetic only)"
-    if lean_status != KERNEL_CHECKED:
-        return Tier.EMPIRICAL, f"not kernel-checked ({lean_reason})"
-    return claim.registered_tier, "every obligation kernel-checked"
+    if coq_status == "none":
+        return Tier.EMPIRICAL, "no kernel-checked theorem states this claim (exact Python arithmetic only)"
+    if coq_status != coq_runner.KERNEL_CHECKED:
+        return Tier.EMPIRICAL, f"not kernel-checked ({coq_reason})"
+    return claim.registered_tier, "its theorem (statement = the claim) was kernel-checked by Coq"
 
 
 def _frac(x) -> dict[str, str] | None:
@@ -126,22 +87,30 @@ def _frac(x) -> dict[str, str] | None:
     return {"decimal_up": rounding.decimal_up(x, 6), "exact": rounding.fraction_text(x)}
 
 
-def claim_json(claim: Claim, statuses: dict[str, ObligationStatus]) -> dict[str, Any]:
-    lean_status, lean_reason = _claim_lean_status(claim, statuses)
-    tier, reason = effective_tier(claim, lean_status, lean_reason)
+def claim_json(claim: Claim, run_sha: str, theorem: ClaimTheorem | None, outcomes: KernelOutcomes) -> dict[str, Any]:
+    lean_status, lean_reason = _claim_lean_status(claim, outcomes.lean.statuses)
+    if theorem is None:
+        coq = {"status": "none", "theorem": None, "reason": "no theorem states this claim"}
+    else:
+        st = outcomes.coq.statuses.get(theorem.theorem)
+        coq = {
+            "status": st.status if st else coq_runner.UNCHECKED,
+            "theorem": qualified(run_sha, theorem.theorem),
+            "reason": st.reason if st else "no Coq status (fail closed)",
+        }
+    tier, reason = effective_tier(claim, coq["status"], coq["reason"])
     forms = {}
     for name, f in claim.forms.items():
-        st = statuses.get(f.obligation) if f.obligation else None
+        st = outcomes.lean.statuses.get(f.obligation) if f.obligation else None
         forms[name] = {
             "bound": _frac(f.bound),
             "vacuous": f.vacuous,
             "beaten_by_realized": f.beaten,
             "obligation": f.obligation,
-            "lean_status": st.status if st else "none",
+            "lean_status": (ARITHMETIC_CHECKED if st.status == KERNEL_CHECKED else st.status) if st else "none",
             "proofs": list(f.proofs),
             "note": f.reason,
         }
-    tight = claim.tightness
     return {
         "id": claim.id,
         "kind": claim.kind,
@@ -152,22 +121,23 @@ def claim_json(claim: Claim, statuses: dict[str, ObligationStatus]) -> dict[str,
         "bound": _frac(claim.value),
         "vacuous": claim.vacuous,
         "registered_tier": claim.registered_tier.value,
-        "lean_status": lean_status,
+        "kernels": {"coq": coq, "lean": {"status": lean_status, "reason": lean_reason,
+                                         "obligations": claim.obligations}},
+        "theorem": theorem.to_json() if theorem else None,
         "tier": tier.value,
         "tier_reason": reason,
-        "obligations": claim.obligations,
         "proofs": list(claim.forms[claim.form].proofs) if claim.form in claim.forms else list(claim.proofs),
         "realized_tv_max": claim.realized_max,
-        "tightness": tight,
+        "tightness": claim.tightness,
         "forms": forms,
     }
 
 
-def assemble(
-    run_sha: str, deriv: Derivation, obligations_sha: str | None, outcome: LeanOutcome
-) -> dict[str, Any]:
+def assemble(run_sha: str, deriv: Derivation, obligations_sha: str | None, coq_sha: str | None,
+             outcomes: KernelOutcomes) -> dict[str, Any]:
     """The certificate dictionary."""
-    claims = [claim_json(c, outcome.statuses) for c in deriv.claims]
+    by_claim = {t.claim_id: t for t in deriv.theorems}
+    claims = [claim_json(c, run_sha, by_claim.get(c.id), outcomes) for c in deriv.claims]
     self_checks = {
         k: {"count": v, "ok": v == 0, "meaning": self_check_meaning(k)} for k, v in sorted(deriv.self_checks.items())
     }
@@ -176,19 +146,25 @@ def assemble(
     attn = [c for c in claims if c["kind"] == "attn_tv"]
     bounds = [c for c in attn if c["bound"] is not None and not c["vacuous"]]
     worst = max(bounds, key=lambda c: rounding.parse_fraction(c["bound"]["exact"]), default=None)
+    lean_st = outcomes.lean.statuses
+    coq_checked = sum(1 for c in claims if c["kernels"]["coq"]["status"] == coq_runner.KERNEL_CHECKED)
+    coq_rejected = [c["kernels"]["coq"]["theorem"] for c in claims if c["kernels"]["coq"]["status"] == coq_runner.REJECTED]
     return {
         "schema": CERT_SCHEMA,
         "run_json_sha256": run_sha,
+        "coq_file": COQ_FILE if coq_sha else None,
+        "coq_sha256": coq_sha,
         "obligations_file": OBLIGATIONS_FILE if obligations_sha else None,
         "obligations_sha256": obligations_sha,
-        "lean": outcome.to_json(),
+        "kernels": {"coq": outcomes.coq.to_json(), "lean": outcomes.lean.to_json()},
+        "assumptions_allowlist": sorted(coq_runner.ALLOWED_ASSUMPTIONS),
         "obligations": [
             {
                 "ident": ob.ident,
                 "claim_id": ob.claim_id,
-                "status": outcome.statuses[ob.ident].status if ob.ident in outcome.statuses else UNCHECKED,
-                "reason": outcome.statuses[ob.ident].reason if ob.ident in outcome.statuses else "",
-                "axioms": list(outcome.statuses[ob.ident].axioms) if ob.ident in outcome.statuses else [],
+                "status": lean_st[ob.ident].status if ob.ident in lean_st else UNCHECKED,
+                "reason": lean_st[ob.ident].reason if ob.ident in lean_st else "",
+                "axioms": list(lean_st[ob.ident].axioms) if ob.ident in lean_st else [],
                 "obligation": ob.to_json(),
             }
             for ob in deriv.obligations
@@ -204,5 +180,6 @@ def assemble(
             "non_vacuous_layers": len(bounds),
             "tiers": tiers,
             "worst_bound": {"claim": worst["id"], "bound": worst["bound"]} if worst else None,
+            "coq": {"theorems": len(deriv.theorems), "kernel_checked": coq_checked, "rejected": coq_rejected},
         },
     }

@@ -1,11 +1,13 @@
-"""``certify check DIR``: re-derive a certificate from its ``run.json`` and compare.
+"""``certify check DIR``: re-derive a certificate from its ``run.json``, re-run the kernels, compare.
 
-Checks, in order: the SHA-256 of ``run.json`` against the certificate; the re-rendered
-obligations against ``obligations/run.lean`` byte for byte; the reference checker on every
-obligation; Lean, where a toolchain exists, on every obligation the certificate says was
-kernel-checked or failed (without a toolchain, a certificate that claims kernel-checked
-obligations cannot be confirmed and is refused); finally the whole certificate re-assembled from
-these against ``certificate.json``, naming every JSON path that differs.
+Checks, in order: the SHA-256 of ``run.json`` against the certificate; the re-rendered files
+(``obligations/run.v``, ``obligations/run.lean``) against the stored ones byte for byte; the
+reference checker on every Lean obligation; Coq, where ``coqc`` exists, on every claim theorem
+(any theorem the kernel rejects is named, and the check fails; a certificate that records
+kernel-checked theorems cannot be confirmed without Coq and is refused); Lean likewise on the
+arithmetic obligations; the certificate's verdict (a ``fail`` verdict fails the check); finally
+the whole certificate re-assembled from these against ``certificate.json``, naming every JSON path
+that differs.
 """
 
 from __future__ import annotations
@@ -15,19 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from witprobe.certify.certificate import (
-    CERT_SCHEMA,
-    LEAN_MODES,
-    OBLIGATIONS_FILE,
-    LeanOutcome,
-    assemble,
-    lean_check,
-    sha256_text,
-)
-from witprobe.certify.derive import DeriveError, derive
+from witprobe.certify.certificate import CERT_SCHEMA, OBLIGATIONS_FILE, assemble, sha256_text
+from witprobe.certify.derive import Derivation, DeriveError, derive
+from witprobe.certify.kernels import KERNEL_MODES, KernelOutcomes, LeanOutcome, coq_check, lean_check
+from witprobe.formal import coq_runner
+from witprobe.formal.coq_runner import CoqOutcome, TheoremStatus
 from witprobe.formal.lean_runner import FAILED, KERNEL_CHECKED, UNCHECKED, ObligationStatus
 from witprobe.formal.obligations import ObligationError, reference_check
 from witprobe.formal.render import render_run
+from witprobe.formal.render_coq import COQ_FILE, render_coq
 
 
 @dataclass
@@ -86,7 +84,10 @@ def check_dir(directory: Path) -> CheckResult:
         res.problems.append(f"certificate.json is not valid JSON: {e}")
         return res
     if not isinstance(cert, dict) or cert.get("schema") != CERT_SCHEMA:
-        res.problems.append(f"certificate.json: schema is not {CERT_SCHEMA!r}")
+        schema = cert.get("schema") if isinstance(cert, dict) else None
+        hint = (" (schema /1 predates claim theorems checked by a kernel: re-run `certify run`)"
+                if schema == "witprobe-certificate/1" else "")
+        res.problems.append(f"certificate.json: schema is {schema!r}, not {CERT_SCHEMA!r}{hint}")
         return res
     run_sha = sha256_text(run_text)
     if cert.get("run_json_sha256") != run_sha:
@@ -100,16 +101,10 @@ def check_dir(directory: Path) -> CheckResult:
         res.problems.append(f"run.json cannot be re-derived: {e}")
         return res
     lean_text = render_run(deriv.obligations, run_sha) if deriv.obligations else None
+    coq_text = render_coq(deriv.theorems, run_sha) if deriv.theorems else None
+    for rel, text in ((COQ_FILE, coq_text), (OBLIGATIONS_FILE, lean_text)):
+        _compare_file(d / rel, rel, text, res)
     lean_path = d / OBLIGATIONS_FILE
-    if lean_text is not None:
-        if not lean_path.is_file():
-            res.problems.append(f"{OBLIGATIONS_FILE} is missing")
-        else:
-            stored = lean_path.read_text(encoding="utf-8")
-            if stored != lean_text:
-                res.problems.append(
-                    f"{OBLIGATIONS_FILE} differs from the rendering of run.json (first at line {_first_diff_line(lean_text, stored)})"
-                )
     for i, entry in enumerate(cert.get("obligations") or []):
         try:
             from witprobe.formal.obligations import ChainObligation
@@ -121,11 +116,72 @@ def check_dir(directory: Path) -> CheckResult:
         errs = reference_check(ob)
         if errs:
             res.problems.append(f"obligations[{i}] ({ob.ident}) is false: {'; '.join(errs)}")
-    stored_lean = cert.get("lean") or {}
-    mode = stored_lean.get("mode", "auto")
-    if mode not in LEAN_MODES:
-        res.problems.append(f"certificate.json lean.mode {mode!r} is not one of {LEAN_MODES}")
-        mode = "auto"
+    kernels = cert.get("kernels") if isinstance(cert.get("kernels"), dict) else {}
+    coq = _recheck_coq(kernels.get("coq") or {}, deriv, run_sha, res)
+    lean = _recheck_lean(kernels.get("lean") or {}, deriv, run_sha, lean_path, lean_text, cert, res)
+    verdict = (cert.get("summary") or {}).get("verdict")
+    if verdict != "pass":
+        res.problems.append(f"the certificate's verdict is {verdict!r}: {'; '.join(deriv.failures) or 'a self-check failed'}")
+    rederived = assemble(run_sha, deriv, sha256_text(lean_text) if lean_text is not None else None,
+                         sha256_text(coq_text) if coq_text is not None else None, KernelOutcomes(coq=coq, lean=lean))
+    diffs = json_diff(rederived, cert)
+    if diffs:
+        shown = ", ".join(diffs[:12]) + (f" (and {len(diffs) - 12} more)" if len(diffs) > 12 else "")
+        res.problems.append(f"certificate.json differs from the certificate re-derived from run.json at: {shown}")
+    return res
+
+
+def _compare_file(path: Path, rel: str, text: str | None, res: CheckResult) -> None:
+    """The stored rendering must equal the rendering of ``run.json`` byte for byte."""
+    if text is None:
+        if path.exists():
+            res.problems.append(f"{rel} exists but run.json renders no such file")
+        return
+    if not path.is_file():
+        res.problems.append(f"{rel} is missing")
+        return
+    stored = path.read_text(encoding="utf-8")
+    if stored != text:
+        res.problems.append(f"{rel} differs from the rendering of run.json (first at line {_first_diff_line(text, stored)})")
+
+
+def _mode(stored: dict[str, Any], kernel: str, res: CheckResult) -> str:
+    mode = stored.get("mode", "auto")
+    if mode not in KERNEL_MODES:
+        res.problems.append(f"certificate.json kernels.{kernel}.mode {mode!r} is not one of {KERNEL_MODES}")
+        return "auto"
+    return mode
+
+
+def _recheck_coq(stored: dict[str, Any], deriv: Derivation, run_sha: str, res: CheckResult) -> CoqOutcome:
+    """Re-run Coq on the claim theorems; name every theorem the kernel rejects here."""
+    mode = _mode(stored, "coq", res)
+    fresh = coq_check(mode, deriv.theorems, run_sha)
+    for st in fresh.statuses.values():
+        if st.status == coq_runner.REJECTED:
+            res.problems.append(f"Coq rejects theorem {st.theorem}: {st.reason}")
+    conservative = stored.get("status") in ("unavailable", "off", "build_failed")
+    if fresh.status == "checked" and not conservative:
+        return fresh
+    if fresh.status == "checked":
+        n_ok = sum(1 for st in fresh.statuses.values() if st.status == coq_runner.KERNEL_CHECKED)
+        res.notes.append(f"the certificate was made without Coq; Coq here kernel-checks {n_ok}/{len(fresh.statuses)} "
+                         "claim theorems (re-run `certify run` to certify)")
+    elif stored.get("status") == "checked":
+        res.problems.append(f"the certificate records Coq results that cannot be re-verified here: {fresh.reason}")
+        return fresh
+    if not conservative:
+        return fresh
+    # made without Coq (unavailable/off/build failure): every claim is empirical; keep its statuses
+    reason = str(stored.get("reason", ""))
+    return CoqOutcome(mode, str(stored.get("status")), reason, stored.get("toolchain"), stored.get("library_sha256"),
+                      {t.theorem: TheoremStatus(t.theorem, coq_runner.UNCHECKED, reason) for t in deriv.theorems})
+
+
+def _recheck_lean(stored_lean: dict[str, Any], deriv: Derivation, run_sha: str, lean_path: Path,
+                  lean_text: str | None, cert: dict[str, Any], res: CheckResult) -> LeanOutcome:
+    """Re-run Lean on the arithmetic obligations (where a toolchain exists)."""
+    mode = _mode(stored_lean, "lean", res)
     stored_status = {
         e.get("ident"): ObligationStatus(e.get("ident"), e.get("status"), e.get("reason", ""), tuple(e.get("axioms", [])))
         for e in cert.get("obligations") or []
@@ -133,29 +189,18 @@ def check_dir(directory: Path) -> CheckResult:
     }
     fresh = lean_check(mode, lean_path, lean_text or "", run_sha, deriv.obligations)
     claimed = [i for i, st in stored_status.items() if st.status in (KERNEL_CHECKED, FAILED)]
-    outcome = fresh
     if fresh.status == "checked" and not claimed and stored_lean.get("status") in ("unavailable", "off", "build_failed"):
         # A conservative certificate made without Lean: keep its (uniform) unchecked statuses and
         # report what Lean says here as a note; an edited reason still shows up in the diff.
         reason = str(stored_lean.get("reason", ""))
-        outcome = LeanOutcome(
-            mode, str(stored_lean.get("status")), reason, stored_lean.get("toolchain"),
-            {ob.ident: ObligationStatus(ob.ident, UNCHECKED, reason) for ob in deriv.obligations},
-        )
         n_ok = sum(1 for st in fresh.statuses.values() if st.status == KERNEL_CHECKED)
         res.notes.append(
-            f"the certificate was made without Lean; Lean here kernel-checks {n_ok}/{len(fresh.statuses)} obligations "
-            "(re-run `certify run` to certify)"
+            f"the certificate was made without Lean; Lean here checks {n_ok}/{len(fresh.statuses)} arithmetic obligations"
         )
-    elif claimed and fresh.status != "checked":
+        return LeanOutcome(mode, str(stored_lean.get("status")), reason, stored_lean.get("toolchain"),
+                           {ob.ident: ObligationStatus(ob.ident, UNCHECKED, reason) for ob in deriv.obligations})
+    if claimed and fresh.status != "checked":
         res.problems.append(
             f"certificate records Lean results for {len(claimed)} obligations that cannot be re-verified here: {fresh.reason}"
         )
-    elif not claimed:
-        res.notes.append("no obligation was kernel-checked in this certificate")
-    rederived = assemble(run_sha, deriv, sha256_text(lean_text) if lean_text is not None else None, outcome)
-    diffs = json_diff(rederived, cert)
-    if diffs:
-        shown = ", ".join(diffs[:12]) + (f" (and {len(diffs) - 12} more)" if len(diffs) > 12 else "")
-        res.problems.append(f"certificate.json differs from the certificate re-derived from run.json at: {shown}")
-    return res
+    return fresh

@@ -6,7 +6,7 @@ Exit codes (documented in the README, each tested):
 0     ok (run: every self-check is 0 and no bound was beaten; check: identical)
 1     a self-check or a bound failed (run), or the directory does not re-derive (check)
 2     usage error (bad option, unknown model or codec, existing output without --force)
-3     ``--lean required`` and no Lean toolchain (or project) is available
+3     ``--coq required`` or ``--lean required`` and that kernel (or its library) is not available
 4     internal error
 ====  ==========================================================================
 """
@@ -44,6 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", type=Path, default=None, help="output directory (default: runs/<model>-<codec>-<UTC time>)")
     r.add_argument("--lean", choices=("auto", "required", "off"), default="auto",
                    help="auto: check with Lean if found; required: exit 3 without Lean; off: never (default: %(default)s)")
+    r.add_argument("--coq", choices=("auto", "required", "off"), default="auto",
+                   help="auto: kernel-check the claim theorems with Coq if found; required: exit 3 without Coq; "
+                        "off: never (default: %(default)s)")
     r.add_argument("--force", action="store_true", help="replace a non-empty output directory")
     r.add_argument("--quiet", action="store_true", help="no progress on stderr")
     c = sub.add_parser("check", help="re-derive a run directory's certificate from its run.json and compare")
@@ -57,6 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     cov.add_argument("--codec", default="int8", choices=sorted(CODECS))
     cov.add_argument("--max-new-tokens", type=int, default=24)
     cov.add_argument("--lean", choices=("auto", "required", "off"), default="auto")
+    cov.add_argument("--coq", choices=("auto", "required", "off"), default="auto")
     cov.add_argument("--quiet", action="store_true")
     return p
 
@@ -90,6 +94,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if tc is None or lean_runner.find_project() is None:
             print(f"error: --lean required but {why or 'the Lean project (lakefile.lean) was not found'}", file=sys.stderr)
             return EXIT_NO_LEAN
+    if args.coq == "required":
+        missing = _coq_missing()
+        if missing:
+            print(f"error: --coq required but {missing}", file=sys.stderr)
+            return EXIT_NO_LEAN
     progress = Progress(quiet=args.quiet)
     progress.info(f"loading model {args.model}")
     try:
@@ -100,9 +109,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     progress.info(f"measuring {len(cfg.prompts)} requests with {cfg.codec} ({cfg.bands} bands)")
     run = measure(loaded, cfg, progress)
-    progress.info("deriving claims, rendering obligations" + ("" if args.lean == "off" else ", checking with Lean"))
+    kernels = [k for k, m in (("Coq", args.coq), ("Lean", args.lean)) if m != "off"]
+    progress.info("deriving claims, rendering theorems" + (f", checking with {' and '.join(kernels)}" if kernels else ""))
     try:
-        produced = write_run_dir(run, out, args.lean, force=args.force)
+        produced = write_run_dir(run, out, args.lean, force=args.force, coq_mode=args.coq)
     except OutputExists as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -113,10 +123,26 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if agree:
         total = sum(len(r["served_tokens"]) for r in run["requests"])
         print(f"greedy tokens agreeing with the uncompressed model (prefix): {sum(agree)}/{total} (a reading)")
-    print(f"wrote {out}/run.json, {out}/certificate.json" + (f", {out}/obligations/run.lean" if produced.lean_text else ""))
+    print(f"wrote {out}/run.json, {out}/certificate.json"
+          + (f", {out}/obligations/run.v" if produced.coq_text else "")
+          + (f", {out}/obligations/run.lean" if produced.lean_text else ""))
     if args.lean == "required" and any(o["status"] != "kernel_checked" for o in cert["obligations"]):
         return EXIT_FAIL
+    if args.coq == "required" and cert["summary"]["coq"]["kernel_checked"] < cert["summary"]["coq"]["theorems"]:
+        return EXIT_FAIL
     return EXIT_OK if cert["summary"]["verdict"] == "pass" else EXIT_FAIL
+
+
+def _coq_missing() -> str:
+    """Why Coq cannot check claims here ('' when it can)."""
+    from witprobe.formal import coq_runner
+
+    tc, why = coq_runner.find_coqc()
+    if tc is None:
+        return why
+    if coq_runner.find_library() is None:
+        return "the witprobe Coq library (coq/_CoqProject) was not found; set WITPROBE_COQ_LIB"
+    return ""
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -157,6 +183,11 @@ def _cmd_doctor(_: argparse.Namespace) -> int:
     print(f"witprobe {__version__}; torch {torch.__version__}; transformers {transformers.__version__}")
     print(f"cuda available: {torch.cuda.is_available()}")
     print(f"TRITON_INTERPRET={os.environ.get('TRITON_INTERPRET', '')!r}")
+    from witprobe.formal import coq_runner
+
+    ctc, cwhy = coq_runner.find_coqc()
+    print(f"coq: {ctc.version if ctc else cwhy}")
+    print(f"coq library: {coq_runner.find_library() or 'not found'}")
     print(f"lean: {tc.version if tc else why}")
     print(f"lean project: {lean_runner.find_project() or 'not found'}")
     return EXIT_OK
@@ -170,8 +201,12 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
     if args.lean == "required" and lean_runner.find_toolchain()[0] is None:
         print("error: --lean required but no Lean toolchain was found", file=sys.stderr)
         return EXIT_NO_LEAN
+    if args.coq == "required" and _coq_missing():
+        print(f"error: --coq required but {_coq_missing()}", file=sys.stderr)
+        return EXIT_NO_LEAN
     table = run_coverage(args.out, tuple(args.models) if args.models else COVERAGE_MODELS, codec=args.codec,
-                         max_new_tokens=args.max_new_tokens, lean=args.lean, progress=Progress(quiet=args.quiet))
+                         max_new_tokens=args.max_new_tokens, lean=args.lean, progress=Progress(quiet=args.quiet),
+                         coq=args.coq)
     print((args.out / "COVERAGE.md").read_text(encoding="utf-8"))
     return EXIT_OK if all(v == "pass" for v in table["verdicts"].values()) else EXIT_FAIL
 

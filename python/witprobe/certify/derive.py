@@ -18,11 +18,12 @@ from witprobe.calculus import rounding
 from witprobe.certify.coverage import coverage
 from witprobe.calculus import bridges
 from witprobe.calculus.bridges import DENSE_KV, LATENT
-from witprobe.calculus.contracts import Chain, parallel
+from witprobe.calculus.contracts import Chain, ChainEvaluation, parallel
 from witprobe.calculus.chains import FORMS, ReadInputs, read_chain
 from witprobe.calculus.metrics import Metric
 from witprobe.calculus.registry import DEFAULT_REGISTRY, TierRegistry
 from witprobe.calculus.tiers import Tier, meet
+from witprobe.formal.claim_theorems import ClaimTheorem, claim_theorem
 from witprobe.formal.obligations import ChainObligation, reference_check
 
 ATTN_TV = Metric("attn_dist", "tv", "read")
@@ -90,6 +91,7 @@ class FormResult:
     obligation: str | None
     reason: str = ""
     proofs: tuple[str, ...] = ()
+    evaluation: ChainEvaluation | None = None
 
 
 @dataclass
@@ -108,6 +110,7 @@ class Claim:
     kind: str = "attn_tv"
     extra: dict[str, Any] = field(default_factory=dict)
     proofs: tuple[str, ...] = ()
+    memory_class: str = ""
 
     @property
     def obligations(self) -> list[str]:
@@ -131,6 +134,7 @@ class Derivation:
     failures: list[str]
     readings: list[dict[str, Any]]
     coverage: list[dict[str, Any]] = field(default_factory=list)
+    theorems: list[ClaimTheorem] = field(default_factory=list)
 
 
 def _stat(block: dict[str, Any], key: str, field_: str, where: str) -> float | None:
@@ -161,6 +165,7 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
     checks: dict[str, int] = {}
     failures: list[str] = []
     readings: list[dict[str, Any]] = []
+    theorems: list[ClaimTheorem] = []
     for idx, layer in enumerate(layers):
         where = f"run.json layers[{idx}]"
         if not isinstance(layer, dict) or layer.get("layer") != idx:
@@ -233,18 +238,19 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
                     raise DeriveError(f"layer {idx} {form}: reference checker refused the obligation: {errs}")
                 obligations.append(ob)
                 ob_ident = ob.ident
-            forms[form] = FormResult(form, bound, ev.vacuous, beaten, ob_ident, "", ev.proofs)
+            forms[form] = FormResult(form, bound, ev.vacuous, beaten, ob_ident, "", ev.proofs, ev)
             evals[form] = ev
         usable = [f for f in forms.values() if f.bound is not None and not f.vacuous]
         if usable:
             best = min(usable, key=lambda f: (f.bound, FORMS.index(f.form)))
             attn = Claim(cid, idx, ATTN_TV, best.form, best.bound, False, meet(reg_tier, Tier.CERTIFIED),
-                         realized, forms)
+                         realized, forms, memory_class=mclass)
             best_eval = evals[best.form]
+            theorems.append(claim_theorem(cid, best.form, mclass, best_eval, rounding.to_units_up(inp.q_coef)))
         else:
             bounded = [f for f in forms.values() if f.bound is not None]
             best_v = min((f.bound for f in bounded), default=None)
-            attn = Claim(cid, idx, ATTN_TV, None, best_v, True, reg_tier, realized, forms)
+            attn = Claim(cid, idx, ATTN_TV, None, best_v, True, reg_tier, realized, forms, memory_class=mclass)
             best_eval = None
         claims.append(attn)
         if mclass in ("latent_indexed", "v4_csa"):
@@ -252,7 +258,7 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
         if mclass in ("v4_hca", "v4_csa"):
             claims.append(_pooling_claim(idx, write, where))
         readings.append(_layer_readings(idx, mclass, write, read, where))
-    return Derivation(claims, obligations, checks, failures, readings, coverage(run))
+    return Derivation(claims, obligations, checks, failures, readings, coverage(run), theorems)
 
 
 def _half_life(log_a: float | None) -> float | None:

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from witprobe.certify.certificate import OBLIGATIONS_FILE, LeanOutcome, assemble, canonical_json, lean_check, sha256_text
+from witprobe.certify.certificate import OBLIGATIONS_FILE, assemble, canonical_json, sha256_text
 from witprobe.certify.derive import Derivation, derive
+from witprobe.certify.kernels import KernelOutcomes, coq_check, lean_check
 from witprobe.formal.render import render_run
+from witprobe.formal.render_coq import COQ_FILE, render_coq
 
 
 class OutputExists(FileExistsError):
@@ -29,12 +31,14 @@ class Produced:
     run_sha: str
     derivation: Derivation
     lean_text: str | None
-    outcome: LeanOutcome
+    coq_text: str | None
+    outcomes: KernelOutcomes
     certificate: dict[str, Any]
 
 
-def produce(run: dict[str, Any], lean_mode: str, workdir: Path, lean_timeout_s: float = 600.0) -> Produced:
-    """Derive, render, check with Lean and assemble; files are written under ``workdir``."""
+def produce(run: dict[str, Any], lean_mode: str, workdir: Path, lean_timeout_s: float = 600.0,
+            coq_mode: str = "auto") -> Produced:
+    """Derive, render, check with Coq and Lean and assemble; files are written under ``workdir``."""
     run_text = canonical_json(run)
     run_sha = sha256_text(run_text)
     deriv = derive(json.loads(run_text))  # derive from exactly what is stored
@@ -45,10 +49,18 @@ def produce(run: dict[str, Any], lean_mode: str, workdir: Path, lean_timeout_s: 
     if lean_text is not None:
         lean_path.parent.mkdir(parents=True, exist_ok=True)
         lean_path.write_text(lean_text, encoding="utf-8")
-    outcome = lean_check(lean_mode, lean_path, lean_text or "", run_sha, deriv.obligations, timeout_s=lean_timeout_s)
-    cert = assemble(run_sha, deriv, sha256_text(lean_text) if lean_text is not None else None, outcome)
+    coq_text = render_coq(deriv.theorems, run_sha) if deriv.theorems else None
+    if coq_text is not None:
+        (workdir / COQ_FILE).parent.mkdir(parents=True, exist_ok=True)
+        (workdir / COQ_FILE).write_text(coq_text, encoding="utf-8")
+    outcomes = KernelOutcomes(
+        coq=coq_check(coq_mode, deriv.theorems, run_sha, timeout_s=lean_timeout_s),
+        lean=lean_check(lean_mode, lean_path, lean_text or "", run_sha, deriv.obligations, timeout_s=lean_timeout_s),
+    )
+    cert = assemble(run_sha, deriv, sha256_text(lean_text) if lean_text is not None else None,
+                    sha256_text(coq_text) if coq_text is not None else None, outcomes)
     (workdir / "certificate.json").write_text(canonical_json(cert), encoding="utf-8")
-    return Produced(run_text, run_sha, deriv, lean_text, outcome, cert)
+    return Produced(run_text, run_sha, deriv, lean_text, coq_text, outcomes, cert)
 
 
 def prepare_output(out: Path, force: bool) -> None:
@@ -60,13 +72,14 @@ def prepare_output(out: Path, force: bool) -> None:
             raise OutputExists(f"{out} is not empty; choose another --out or pass --force to replace it")
 
 
-def write_run_dir(run: dict[str, Any], out: Path, lean_mode: str, force: bool = False) -> Produced:
+def write_run_dir(run: dict[str, Any], out: Path, lean_mode: str, force: bool = False,
+                  coq_mode: str = "auto") -> Produced:
     """Produce the run directory atomically at ``out``."""
     prepare_output(out, force)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
-        produced = produce(run, lean_mode, tmp)
+        produced = produce(run, lean_mode, tmp, coq_mode=coq_mode)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o777 & ~umask)  # mkdtemp creates 0700; the run directory is ordinary output

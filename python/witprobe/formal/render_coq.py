@@ -1,0 +1,62 @@
+"""Render a run's claim theorems to a ``.v`` file (jinja2 template ``templates/run.v.j2``).
+
+Nothing from input text reaches the file: theorem names are generated and validated
+(:func:`witprobe.formal.obligations.check_ident`), constants are integers, statements and proof
+scripts come from the fixed shapes of :mod:`witprobe.formal.claim_theorems`. The output is
+byte-stable for a fixed list of theorems, so ``certify check`` can compare it with the stored file.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from importlib import resources
+from typing import Sequence
+
+import jinja2
+
+from witprobe import __version__
+from witprobe.formal.claim_theorems import ClaimTheorem
+from witprobe.formal.coq_runner import lint_source
+from witprobe.formal.obligations import ObligationError
+
+_HEX = re.compile(r"^[0-9a-f]{64}$")
+COQ_FILE = "obligations/run.v"
+
+
+@lru_cache(maxsize=1)
+def _template() -> jinja2.Template:
+    text = resources.files("witprobe.formal").joinpath("templates/run.v.j2").read_text(encoding="utf-8")
+    env = jinja2.Environment(autoescape=False, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    return env.from_string(text)
+
+
+def coq_module(run_sha: str) -> str:
+    """The Coq module of a run: ``Run_`` + the first 16 hex digits of ``run.json``'s SHA-256."""
+    if not isinstance(run_sha, str) or not _HEX.match(run_sha):
+        raise ObligationError(f"run sha256 must be 64 lower-case hex digits, got {run_sha!r}")
+    return "Run_" + run_sha[:16]
+
+
+def qualified(run_sha: str, theorem: str) -> str:
+    """Fully qualified name of a run theorem, as ``Print Assumptions`` and users name it."""
+    return f"{coq_module(run_sha)}.{theorem}"
+
+
+def render_coq(theorems: Sequence[ClaimTheorem], run_sha: str) -> str:
+    """The ``.v`` text of a run's claim theorems (refuses duplicates and forbidden tokens)."""
+    if not theorems:
+        raise ObligationError("no claim theorems to render")
+    names = [t.theorem for t in theorems]
+    if len(set(names)) != len(names):
+        raise ObligationError(f"duplicate theorem names in {names}")
+    bundle = "I"
+    for name in reversed(names):
+        bundle = f"conj {name} ({bundle})" if bundle != "I" else f"conj {name} I"
+    extra = " ScoreBridge ClaimsBanded" if any(t.shape == "banded" for t in theorems) else ""
+    text = _template().render(version=__version__, run_sha=run_sha, module=coq_module(run_sha),
+                              theorems=list(theorems), bundle=bundle, extra_imports=extra)
+    bad = lint_source(text)
+    if bad:
+        raise ObligationError(f"rendered claim theorems contain {bad}")
+    return text

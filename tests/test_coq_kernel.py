@@ -1,0 +1,200 @@
+"""The Coq trust chain: library build and audit, per-run claim theorems, rejection, check.
+
+These tests need ``coqc`` with the Interval library. They skip (with the reason) only on a
+developer machine without Coq; under CI (``CI`` set) a missing Coq is a failure, never a skip.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from witprobe.calculus import rounding
+from witprobe.certify.certificate import assemble
+from witprobe.certify.check import check_dir
+from witprobe.certify.cli import main
+from witprobe.certify.derive import derive
+from witprobe.certify.kernels import KernelOutcomes, coq_check, lean_check
+from witprobe.certify.pipeline import write_run_dir
+from witprobe.formal import coq_runner
+from witprobe.formal.render_coq import COQ_FILE, render_coq
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOLLM2_RUN = ROOT / "artifacts" / "coverage" / "smollm2-int8" / "run.json"
+COQC, COQ_WHY = coq_runner.find_coqc()
+if COQC is None and os.environ.get("CI"):
+    raise RuntimeError(f"CI must run the Coq tests, but {COQ_WHY}")
+pytestmark = pytest.mark.skipif(COQC is None, reason=f"no Coq here: {COQ_WHY}")
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory):
+    lib = coq_runner.find_library()
+    assert lib is not None, "the repository's coq/ library was not found"
+    return coq_runner.build_library(COQC, lib, cache=tmp_path_factory.mktemp("coqcache"))
+
+
+@pytest.fixture(scope="module")
+def smollm2_run():
+    return json.loads(SMOLLM2_RUN.read_text())
+
+
+def test_library_sources_have_no_unproved_or_assumed_statements():
+    lib = coq_runner.find_library()
+    for f in coq_runner.library_files(lib):
+        assert coq_runner.lint_source((lib / f).read_text()) == [], f
+    assert coq_runner.lint_source("(* Admitted in a comment is fine *) Lemma x : True. Proof. exact I. Qed.") == []
+    assert coq_runner.lint_source("Lemma x : False. Admitted.") == ["Admitted"]
+    assert coq_runner.lint_source("Axiom cheat : False.") == ["Axiom"]
+
+
+def test_library_builds_then_is_verified_by_hash_and_a_tampered_build_is_rebuilt(library, tmp_path):
+    assert library.how == "built"
+    lib = coq_runner.find_library()
+    cache = library.root.parents[1]
+    again = coq_runner.build_library(COQC, lib, cache=cache)
+    assert again.how == "verified" and again.root == library.root
+    vo = again.root / "Witprobe" / "Claims.vo"
+    vo.write_bytes(vo.read_bytes() + b"\0")
+    rebuilt = coq_runner.build_library(COQC, lib, cache=cache)
+    assert rebuilt.how == "built"
+
+
+def test_a_library_with_admitted_is_refused(tmp_path):
+    lib = tmp_path / "coq"
+    (lib / "Witprobe").mkdir(parents=True)
+    (lib / "_CoqProject").write_text("-R Witprobe Witprobe\nWitprobe/Bad.v\n")
+    (lib / "Witprobe" / "Bad.v").write_text("Lemma bad : False.\nAdmitted.\n")
+    with pytest.raises(coq_runner.CoqError, match="Admitted"):
+        coq_runner.build_library(COQC, lib, cache=tmp_path / "cache")
+
+
+def test_smollm2_claim_theorems_are_kernel_checked_within_the_allowlist(library, smollm2_run):
+    deriv = derive(smollm2_run)
+    assert len(deriv.theorems) == 30 and {t.shape for t in deriv.theorems} == {"banded"}
+    text = render_coq(deriv.theorems, "0" * 64)
+    statuses = coq_runner.check_theorems(COQC, library, lambda sub: render_coq([t for t in deriv.theorems if t.theorem in sub], "0" * 64),
+                                         [t.theorem for t in deriv.theorems])
+    assert {s.status for s in statuses.values()} == {coq_runner.KERNEL_CHECKED}, statuses
+    found = set(next(iter(statuses.values())).assumptions)
+    assert found and found <= coq_runner.ALLOWED_ASSUMPTIONS
+    assert set(coq_runner.REALS_AXIOMS) <= found
+    assert "Theorem L00_attn_tv :" in text and "Print Assumptions" in text
+
+
+def _lowered(th, units: int):
+    """The same theorem with its claimed bound ``B`` replaced by ``units / 2**48``."""
+    old = th.constants[-1]
+    new_b = dataclasses.replace(old, units=units)
+    stmt = th.statement.replace(f"<= {old.coq}", f"<= {new_b.coq}")
+    assert stmt != th.statement
+    return dataclasses.replace(th, statement=stmt, constants=th.constants[:-1] + (new_b,))
+
+
+def test_a_bound_lowered_below_its_true_value_is_rejected_and_not_certified(library, smollm2_run, monkeypatch):
+    deriv = derive(smollm2_run)
+    victim = deriv.theorems[7]
+    c = rounding.from_units(victim.constants[0].units)
+    true_value = math.tanh(float(c) / 2)  # the supremum for radius C (sharp, two keys)
+    lowered = _lowered(victim, int(true_value * rounding.UNIT * (1 - 1e-6)))
+    deriv.theorems[7] = lowered
+    monkeypatch.setattr(coq_runner, "MAX_ROUNDS", 2)
+    outcome = coq_check("auto", deriv.theorems, "1" * 64)
+    assert outcome.statuses[lowered.theorem].status == coq_runner.REJECTED
+    assert "rejected" in outcome.statuses[lowered.theorem].reason
+    others = [s for n, s in outcome.statuses.items() if n != lowered.theorem]
+    assert {s.status for s in others} == {coq_runner.KERNEL_CHECKED}
+    cert = assemble("1" * 64, deriv, None, None, KernelOutcomes(coq=outcome, lean=lean_check("off", Path("x"), "", "1" * 64, [])))
+    claim = next(c for c in cert["claims"] if c["id"] == victim.claim_id)
+    assert claim["tier"] == "empirical" and claim["kernels"]["coq"]["status"] == "rejected"
+    assert cert["summary"]["coq"]["rejected"] == [f"Run_1111111111111111.{lowered.theorem}"]
+    assert sum(c["tier"] == "certified" for c in cert["claims"]) == 29
+    # the bound it replaced is true: raising it back is accepted
+    ok = coq_check("auto", [victim], "1" * 64)
+    assert ok.statuses[victim.theorem].status == coq_runner.KERNEL_CHECKED
+
+
+def test_an_assumption_outside_the_allowlist_rejects_every_theorem(library, smollm2_run):
+    deriv = derive(smollm2_run)
+    th = deriv.theorems[:2]
+
+    def render(sub):
+        text = render_coq([t for t in th if t.theorem in sub], "2" * 64)
+        cheat = "Module Run_2222222222222222.\nAxiom cheat : forall P : Prop, P.\n"
+        text = text.replace("Module Run_2222222222222222.\n", cheat, 1)
+        return text.replace(th[0].proof, "apply cheat.", 1)
+
+    statuses = coq_runner.check_theorems(COQC, library, render, [t.theorem for t in th])
+    assert {s.status for s in statuses.values()} == {coq_runner.REJECTED}
+    assert all("Run_2222222222222222.cheat" in s.reason for s in statuses.values())
+
+
+def test_check_catches_a_constant_edited_in_run_v(tmp_path, smollm2_run, capsys):
+    out = tmp_path / "run"
+    write_run_dir(smollm2_run, out, "off")
+    assert main(["check", str(out)]) == 0, capsys.readouterr().out
+    capsys.readouterr()
+    v = out / COQ_FILE
+    text = v.read_text()
+    i = text.index("<= (", text.index("Theorem L04_attn_tv")) + len("<= (")
+    v.write_text(text[:i] + "9" + text[i:])
+    assert main(["check", str(out)]) == 1
+    assert f"{COQ_FILE} differs from the rendering of run.json" in capsys.readouterr().out
+
+
+def test_check_exits_1_on_a_fail_verdict(tmp_path, smollm2_run, capsys):
+    bad = json.loads(json.dumps(smollm2_run))
+    bad["layers"][3]["read"]["rows_centred_beaten"] = 2
+    out = tmp_path / "failing"
+    produced = write_run_dir(bad, out, "off")
+    assert produced.certificate["summary"]["verdict"] == "fail"
+    assert main(["check", str(out)]) == 1
+    report = capsys.readouterr().out
+    assert "verdict is 'fail'" in report and "certificate.json differs" not in report
+
+
+def test_check_names_a_theorem_the_kernel_rejects_here(tmp_path, smollm2_run, capsys, monkeypatch):
+    out = tmp_path / "run"
+    write_run_dir(smollm2_run, out, "off", coq_mode="off")
+    import witprobe.certify.derive as derive_mod
+
+    real = derive_mod.claim_theorem
+
+    def lowered(claim_id, form, mclass, ev, q_units=0):
+        th = real(claim_id, form, mclass, ev, q_units)
+        return _lowered(th, 1) if claim_id == "L02.attn_tv" else th
+
+    monkeypatch.setattr(derive_mod, "claim_theorem", lowered)
+    monkeypatch.setattr(coq_runner, "MAX_ROUNDS", 1)
+    cert = json.loads((out / "certificate.json").read_text())
+    cert["kernels"]["coq"]["mode"] = "auto"
+    (out / "certificate.json").write_text(json.dumps(cert))
+    res = check_dir(out)
+    assert any("Coq rejects theorem L02_attn_tv" in p for p in res.problems), res.problems
+
+
+def test_without_coq_every_claim_is_empirical_with_the_reason(tmp_path, smollm2_run, monkeypatch):
+    monkeypatch.setenv("WITPROBE_COQC", str(tmp_path / "no-coqc"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    out = tmp_path / "run"
+    produced = write_run_dir(smollm2_run, out, "off")
+    cert = produced.certificate
+    assert cert["kernels"]["coq"]["status"] == "unavailable"
+    for c in cert["claims"]:
+        assert c["tier"] == "empirical"
+        assert "not kernel-checked" in c["tier_reason"] and "no Coq found" in c["tier_reason"]
+    assert cert["summary"]["coq"]["kernel_checked"] == 0
+
+
+def test_coq_required_without_coq_exits_3_before_measuring(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("WITPROBE_COQC", str(tmp_path / "no-coqc"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert main(["run", "--out", str(tmp_path / "r"), "--coq", "required", "--quiet"]) == 3
+    assert "no Coq found" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
