@@ -1,17 +1,27 @@
-import WitprobeAnalytic.ExpBound
-import WitprobeAnalytic.ScoreBridge
+import WitprobeAnalytic.Sum
+import WitprobeAnalytic.ExpLn
+import WitprobeAnalytic.Softmax
 import WitprobeAnalytic.SoftmaxTV
+import WitprobeAnalytic.Claims
+import WitprobeAnalytic.Cited
+import WitprobeAnalytic.ExpBound
+import WitprobeAnalytic.TanhBound
+import WitprobeAnalytic.ScoreBridge
 
 /-!
-# WitprobeAnalytic: the real-analysis meaning of the bridges
+# WitprobeAnalytic: the real-analysis library, mirroring the Coq library
 
-Optional, Mathlib-based. The core library `Witprobe` decides integer inequalities per run; the
-theorems here say what those inequalities mean over the reals.
+Optional, Mathlib-based, never compiled yet (see `LEAN_STATUS.md`). The files `Sum`, `ExpLn`,
+`Softmax`, `SoftmaxTV` and `Claims` mirror `coq/Witprobe/*.v` of the same name: same theorem
+names, same hypotheses and conclusions, over `ℕ → ℝ` with `Finset.range n` sums
+(`tests/test_kernel_inventory.py` checks the correspondence against
+`tests/data/kernel_inventory.json`). The Coq files are the ones compiled by a kernel here.
 
-* `WitprobeAnalytic.exp_le_expUpper`, `WitprobeAnalytic.expUpperOk_sound`: the rational upper
-  bound on `exp` that `Witprobe.expUpperOk` decides.
-* `WitprobeAnalytic.band_witness_ge_residual`, `WitprobeAnalytic.score_bridge`,
-  `WitprobeAnalytic.score_bridge_banded`: storage witness and score bridges.
-* `WitprobeAnalytic.softmax_tv_bridge`, `WitprobeAnalytic.tv_le_tanh`,
-  `WitprobeAnalytic.tv_le_eform`: the softmax bridges into total variation.
+* Mirrors: `WitprobeAnalytic.tv_le_tanh_osc`, `tv_le_tanh_radius`, `tv_le_eform`, `tv_le_plain`,
+  `tv_le_affine`, the sink forms, and the per-claim lemmas `centred_claim`, `plain_claim`,
+  `eform_claim` (+ sink forms).
+* Lean only: `exp_le_expUpper`, `expUpperOk_sound` (the rational exp bound the core library
+  decides), `exp_le_taylor` and `tanh_half_le_of_*` (numeric side conditions of the per-run
+  Lean theorems), and the inner-product score bridges of `ScoreBridge` (the Coq
+  `ScoreBridge.v` is stated over band vectors and is not mirrored yet).
 -/

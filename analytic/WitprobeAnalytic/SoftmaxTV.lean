@@ -1,4 +1,5 @@
 import WitprobeAnalytic.Softmax
+import WitprobeAnalytic.ExpLn
 
 /-!
 # Softmax bridges: from a bound on score errors to a bound on total variation
@@ -30,8 +31,6 @@ Lean-only helpers (no Coq counterpart, recorded in `tests/data/kernel_inventory.
 namespace WitprobeAnalytic
 
 /-! ## Elementary facts -/
-
-theorem exp_le_mono (x y : ℝ) (h : x ≤ y) : Real.exp x ≤ Real.exp y := Real.exp_le_exp.mpr h
 
 theorem abs_le_between (x c : ℝ) (h : |x| ≤ c) : -c ≤ x ∧ x ≤ c := abs_le.mp h
 
@@ -474,8 +473,7 @@ theorem radius_needed :
   have sum_two : ∀ f : ℕ → ℝ, sum 2 f = f 0 + f 1 := fun f => by
     first
       | (rw [sum_S, sum_S, sum_O, zero_add]; done)
-      | (show ∑ t ∈ Finset.range 2, f t = f 0 + f 1
-         simp [Finset.sum_range_succ])
+      | (show ∑ t ∈ Finset.range 2, f t = f 0 + f 1; simp [Finset.sum_range_succ])
   have hE1 : 2 ≤ Real.exp 1 := by
     have := Real.add_one_le_exp 1
     linarith

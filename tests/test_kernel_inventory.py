@@ -1,0 +1,204 @@
+"""The Lean mirror states the same theorems as the kernel-checked Coq library.
+
+``tests/data/kernel_inventory.json`` pairs each mirrored Coq file with its Lean file and lists every
+Coq ``Lemma``/``Theorem`` of it with a one-line statement marker (Coq syntax). The checks:
+
+* every ``coq/Witprobe/*.v`` is mirrored or listed as pending (with a reason), and every ``.lean`` file
+  under ``Witprobe/`` and ``analytic/`` is a mirror or listed as Lean-only (with a reason);
+* in each mirrored pair, the Coq names are exactly the inventory names plus the pending ones, and the
+  Lean theorem names exactly the inventory names plus the listed Lean helpers (one-to-one);
+* each marker agrees with the Coq statement *and* with the Lean statement: same variables, same
+  number of hypotheses, and the same identifiers, numerals and relation symbols in every hypothesis
+  and in the conclusion (``tests/kernel_inventory.py`` defines this normal form), so neither side
+  nor the marker can drift silently;
+* definitions correspond by name, and their bodies by the same signature.
+
+Each check is broken once below (a renamed Lean theorem, a dropped hypothesis, a changed constant, an
+unlisted Coq file) to show that it fails.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import kernel_inventory as ki  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+INVENTORY = ROOT / "tests" / "data" / "kernel_inventory.json"
+
+
+def load() -> dict:
+    return json.loads(INVENTORY.read_text(encoding="utf-8"))
+
+
+def pair_problems(entry: dict, coq_text: str, lean_text: str) -> list[str]:
+    """Everything wrong with one mirrored pair (empty when it corresponds)."""
+    errs: list[str] = []
+    coq = ki.coq_declarations(coq_text)
+    lean = ki.lean_declarations(lean_text)
+    listed = {t["name"]: t["stmt"] for t in entry["theorems"]}
+    pending = set(entry.get("coq_pending", {}))
+    helpers = set(entry.get("lean_helpers", {}))
+    where = entry["coq"]
+    if set(listed) & pending:
+        errs.append(f"{where}: listed and pending: {sorted(set(listed) & pending)}")
+    for n in sorted(set(coq) - set(listed) - pending):
+        errs.append(f"{where}: Coq theorem {n} is neither in the inventory nor pending")
+    for n in sorted(set(listed) - set(coq)):
+        errs.append(f"{where}: inventory theorem {n} is not in the Coq file")
+    for n in sorted((set(listed) - pending) - set(lean)):
+        errs.append(f"{entry['lean']}: no Lean mirror of Coq theorem {n}")
+    for n in sorted(set(lean) - set(listed) - helpers):
+        errs.append(f"{entry['lean']}: Lean theorem {n} mirrors no inventory theorem and is not a listed helper")
+    for n in sorted(helpers - set(lean)):
+        errs.append(f"{entry['lean']}: listed helper {n} is not declared")
+    for n in sorted(helpers & set(coq)):
+        errs.append(f"{entry['lean']}: helper {n} has a Coq counterpart; list it as a theorem")
+    for n, stmt in listed.items():
+        if n not in coq or n not in lean:
+            continue
+        marker = ki.marker_statement(n, stmt)
+        c = ki.parse_statement(n, coq[n], lean=False)
+        l_ = ki.parse_statement(n, lean[n], lean=True)
+        if c != marker:
+            errs.append(f"{where}: Coq statement of {n} differs from its marker:\n  coq    {c}\n  marker {marker}")
+        if l_ != marker:
+            errs.append(f"{entry['lean']}: Lean statement of {n} differs from its marker:\n"
+                        f"  lean   {l_}\n  marker {marker}")
+    cdefs = ki.coq_definition_bodies(coq_text)
+    ldefs = ki.lean_definition_bodies(lean_text)
+    ldef_names = set(ki.lean_definitions(lean_text))
+    listed_defs = {d["name"]: d for d in entry.get("definitions", [])}
+    if set(cdefs) != set(listed_defs):
+        errs.append(f"{where}: definitions {sorted(cdefs)} but inventory lists {sorted(listed_defs)}")
+    if set(listed_defs) != ldef_names:
+        errs.append(f"{entry['lean']}: definitions {sorted(ldef_names)} but inventory lists {sorted(listed_defs)}")
+    for n, d in listed_defs.items():
+        if d.get("body") is None or n not in cdefs or n not in ldefs:
+            continue
+        m = ki.part_signature(d["body"], lean=False)
+        if ki.part_signature(cdefs[n], lean=False) != m:
+            errs.append(f"{where}: body of definition {n} differs from its marker")
+        if ki.part_signature(ldefs[n], lean=True) != m:
+            errs.append(f"{entry['lean']}: body of definition {n} differs from its marker")
+    return errs
+
+
+def test_inventory_pairs_correspond():
+    inv = load()
+    errs: list[str] = []
+    for entry in inv["files"]:
+        errs += pair_problems(entry, (ROOT / entry["coq"]).read_text(encoding="utf-8"),
+                              (ROOT / entry["lean"]).read_text(encoding="utf-8"))
+    assert errs == [], "\n".join(errs)
+
+
+def test_every_coq_file_is_mirrored_or_pending():
+    inv = load()
+    mirrored = {e["coq"] for e in inv["files"]}
+    pending = set(inv["coq_pending_files"])
+    assert not mirrored & pending
+    files = {p.relative_to(ROOT).as_posix() for p in (ROOT / "coq" / "Witprobe").glob("*.v")}
+    unclassified = sorted(files - mirrored - pending)
+    assert unclassified == [], f"Coq files with neither a Lean mirror nor a pending entry: {unclassified}"
+    stale = sorted((mirrored | pending) - files)
+    assert stale == [], f"inventory names Coq files that do not exist: {stale}"
+    assert all(reason.strip() for reason in inv["coq_pending_files"].values())
+
+
+def test_every_lean_file_is_mirror_or_lean_only():
+    inv = load()
+    mirrors = {e["lean"] for e in inv["files"]}
+    lean_only = set(inv["lean_only_files"])
+    assert not mirrors & lean_only
+    files = {p.relative_to(ROOT).as_posix()
+             for root in (ROOT / "Witprobe", ROOT / "analytic") for p in root.rglob("*.lean")
+             if ".lake" not in p.parts}
+    assert sorted(files - mirrors - lean_only) == []
+    assert sorted((mirrors | lean_only) - files) == []
+
+
+def test_inventory_is_not_trivial():
+    inv = load()
+    names = {t["name"] for e in inv["files"] for t in e["theorems"]}
+    for n in ("tv_le_tanh_osc", "tv_le_tanh_radius", "tv_le_eform", "tv_le_plain", "centred_claim",
+              "sum_ext", "softmax_sum"):
+        assert n in names
+
+
+# --- each check fails when its guarded property is broken -------------------------------------
+
+def _entry(name: str) -> tuple[dict, str, str]:
+    e = next(x for x in load()["files"] if x["coq"].endswith(f"/{name}.v"))
+    return e, (ROOT / e["coq"]).read_text(encoding="utf-8"), (ROOT / e["lean"]).read_text(encoding="utf-8")
+
+
+def test_fails_when_a_lean_mirror_is_missing():
+    e, coq, lean = _entry("SoftmaxTV")
+    assert pair_problems(e, coq, lean) == []
+    broken = lean.replace("theorem tv_le_tanh_osc", "theorem tv_le_tanh_osc_renamed")
+    errs = pair_problems(e, coq, broken)
+    assert any("no Lean mirror of Coq theorem tv_le_tanh_osc" in x for x in errs)
+    assert any("tv_le_tanh_osc_renamed mirrors no inventory theorem" in x for x in errs)
+
+
+def test_fails_when_a_coq_theorem_is_not_inventoried():
+    e, coq, lean = _entry("Claims")
+    extra = coq + "\nLemma ghost_claim (x : R) : x <= x.\nProof. lra. Qed.\n"
+    assert any("Coq theorem ghost_claim" in x for x in pair_problems(e, extra, lean))
+
+
+def test_fails_when_a_lean_hypothesis_is_dropped():
+    e, coq, lean = _entry("SoftmaxTV")
+    broken = lean.replace("theorem tv_le_tanh_radius (n : ℕ) (s s' : ℕ → ℝ) (C : ℝ) (hC : 0 ≤ C)",
+                          "theorem tv_le_tanh_radius (n : ℕ) (s s' : ℕ → ℝ) (C : ℝ)")
+    assert broken != lean
+    assert any("Lean statement of tv_le_tanh_radius" in x for x in pair_problems(e, coq, broken))
+
+
+def test_fails_when_a_lean_constant_changes():
+    e, coq, lean = _entry("SoftmaxTV")
+    broken = lean.replace("tv n (softmax n s) (softmax n s') ≤ tanh ((hi - lo) / 4)",
+                          "tv n (softmax n s) (softmax n s') ≤ tanh ((hi - lo) / 2)")
+    assert broken != lean
+    assert any("Lean statement of tv_le_tanh_osc" in x for x in pair_problems(e, coq, broken))
+
+
+def test_fails_when_the_coq_statement_drifts_from_its_marker():
+    e, coq, lean = _entry("Claims")
+    broken = coq.replace("0 <= C -> tanh (C / 2) <= B ->\n  forall (n : nat) (s s' : nat -> R),\n  "
+                         "(forall t, (t < n)%nat -> Rabs (s t - s' t) <= C) ->",
+                         "0 <= C -> tanh (C / 2) <= B ->\n  forall (n : nat) (s s' : nat -> R),\n  "
+                         "(forall t, (t < n)%nat -> Rabs (s t - s' t) < C) ->", 1)
+    assert broken != coq
+    assert any("Coq statement of centred_claim" in x for x in pair_problems(e, broken, lean))
+
+
+def test_fails_when_a_definition_body_changes():
+    e, coq, lean = _entry("Softmax")
+    broken = lean.replace("noncomputable def tv (n : ℕ) (p p' : ℕ → ℝ) : ℝ := 2⁻¹ * sum n",
+                          "noncomputable def tv (n : ℕ) (p p' : ℕ → ℝ) : ℝ := 4⁻¹ * sum n")
+    assert broken != lean
+    assert any("body of definition tv" in x for x in pair_problems(e, coq, broken))
+
+
+def test_unclassified_coq_file_is_reported(tmp_path):
+    inv = load()
+    inv["coq_pending_files"].pop("coq/Witprobe/Pooling.v")
+    mirrored = {e["coq"] for e in inv["files"]} | set(inv["coq_pending_files"])
+    files = {p.relative_to(ROOT).as_posix() for p in (ROOT / "coq" / "Witprobe").glob("*.v")}
+    assert "coq/Witprobe/Pooling.v" in files - mirrored
+
+
+@pytest.mark.parametrize("text,lean,expect", [
+    ("(x : R) : 0 <= x -> x <= 1", False, 1),
+    ("(x : ℝ) (h : 0 ≤ x) : x ≤ 1", True, 1),
+    ("(f g : nat -> R) : f = g", False, 0),
+])
+def test_hypothesis_count(text, lean, expect):
+    assert len(ki.parse_statement("t", text, lean).hyps) == expect
