@@ -18,8 +18,10 @@ def test_readme_has_exactly_two_setup_commands():
     cmds = _commands()
     assert len(cmds) == 2 and all("\n" not in c for c in cmds)
     run, test = cmds
+    coq = "apt-get update && apt-get install -y coq libcoq-interval libcoq-coquelicot && "
     for c in cmds:
-        assert c.startswith("python3 -m pip install torch==2.13.0 && "), "torch must be pinned first"
+        assert c.startswith(coq), "Coq (the kernel that certifies) is installed by both commands"
+        assert c[len(coq):].startswith("python3 -m pip install torch==2.13.0 && "), "torch must be pinned first"
     assert run.endswith("python3 -m witprobe.certify run")
     assert "pytest" in test
 

@@ -12,6 +12,8 @@ depends on the claim's form and memory class (``s`` exact scores, ``s'`` served,
   ``sum_b ||k_{t,b} - k'_{t,b}|| <= W``;
 - ``eform``: for all ``n > 0``, ``s, s'`` and per-key radii ``c`` with ``|s_t - s'_t| <= c_t`` and
   ``E_{p'}[e^{c}] <= 1 + X``, ``TV <= B``;
+- latent (MLA) caches state it on the latent meter's radius ``lradius`` (effective query
+  ``u = W_UK^T q_nope`` against the latent residual bands, plus the RoPE bands);
 - memory classes with an attention sink (DeepSeek-V4) state the same over keys plus one sink
   column whose logit is identical in both distributions.
 
@@ -32,6 +34,7 @@ UNIT_DEN = rounding.UNIT
 # memory classes whose read distribution includes a sink column (observer.with_sinks)
 SINK_CLASSES = frozenset({"v4_sliding", "v4_hca", "v4_csa"})
 BANDED_CLASSES = frozenset({"dense_kv"})
+LATENT_CLASSES = frozenset({"latent", "latent_indexed"})
 
 
 class ClaimTheoremError(ValueError):
@@ -57,7 +60,13 @@ class Constant:
 
 @dataclass(frozen=True)
 class ClaimTheorem:
-    """One per-run theorem: its name, statement, proof script and trust record."""
+    """One per-run theorem: its name, statement, proof script and trust record.
+
+    ``shape``: ``banded`` (dense KV, hypothesis on query and key-residual band norms), ``latent``
+    (MLA, hypothesis on the latent meter's radius), ``sink`` (score level plus a sink column) or
+    ``score`` (score level: the measured radius bounds the score error by the memory class's
+    bridge, a library theorem the per-run statement does not restate).
+    """
 
     claim_id: str
     theorem: str
@@ -91,6 +100,11 @@ _TV = "tv n (softmax n s) (softmax n s')"
 _TV_SINK = "tv (S n) (softmax (S n) (extend s n sigma)) (softmax (S n) (extend s' n sigma))"
 _BANDED_BINDERS = ("forall (n nb : nat) (w : nat -> nat) (scale : R) (q : nat -> nat -> R) "
                    "(k k' : nat -> nat -> nat -> R),\n  0 <= scale ->\n  ")
+_LATENT_BINDERS = ("forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) "
+                   "(qn qr : nat -> R)\n         (c c' kr kr' : nat -> nat -> R),\n  ")
+_LATENT_ARGS = "dn nbc nbr wc wr scale W qn qr"
+_LATENT_TV = (f"tv n (softmax n (lscores {_LATENT_ARGS} c kr))\n"
+              f"     (softmax n (lscores {_LATENT_ARGS} c' kr'))")
 _BANDED_TV = ("tv n (softmax n (fun t => scale * bdot nb w q (k t)))\n"
               "     (softmax n (fun t => scale * bdot nb w q (k' t)))")
 
@@ -112,7 +126,8 @@ def claim_theorem(claim_id: str, form: str, memory_class: str, ev: ChainEvaluati
     name = theorem_name(claim_id)
     stages = ev.stages
     b = Constant("B", ev.bound_units, f"claimed bound of {claim_id} ({form} chain, rounded up)")
-    shape = "sink" if memory_class in SINK_CLASSES else "banded" if memory_class in BANDED_CLASSES else "score"
+    shape = ("sink" if memory_class in SINK_CLASSES else "banded" if memory_class in BANDED_CLASSES
+             else "latent" if memory_class in LATENT_CLASSES else "score")
     interval = "interval with (i_prec 60)"
     if form == "centred":
         if len(stages) != 3:
@@ -127,6 +142,13 @@ def claim_theorem(claim_id: str, form: str, memory_class: str, ev: ChainEvaluati
             proof = f"apply centred_banded_claim; [lra | unfold tanh; {interval}]."
             proved = ("Witprobe.ClaimsBanded.centred_banded_claim", "Witprobe.ScoreBridge.score_bridge_banded",
                       "Witprobe.SoftmaxTV.tv_le_tanh_radius")
+        elif shape == "latent":
+            stmt = (_LATENT_BINDERS + "0 <= scale ->\n  "
+                    + f"(forall t, (t < n)%nat -> lradius {_LATENT_ARGS} c c' kr kr' t <= {c.coq}) ->\n  "
+                    + f"{_LATENT_TV} <= {b.coq}")
+            proof = f"apply centred_latent_claim; [lra | unfold tanh; {interval}]."
+            proved = ("Witprobe.ClaimsLatent.centred_latent_claim", "Witprobe.LatentBridge.latent_score_bridge_banded",
+                      "Witprobe.SoftmaxTV.tv_le_tanh_radius")
         elif shape == "sink":
             stmt = (f"forall (n : nat) (s s' : nat -> R) (sigma : R),\n  {_SCORE_HYP.format(c=c.coq)} ->\n  "
                     f"{_TV_SINK} <= {b.coq}")
@@ -137,6 +159,7 @@ def claim_theorem(claim_id: str, form: str, memory_class: str, ev: ChainEvaluati
             proof = f"apply centred_claim; [lra | unfold tanh; {interval}]."
             proved = ("Witprobe.Claims.centred_claim", "Witprobe.SoftmaxTV.tv_le_tanh_radius")
     elif form == "plain":
+        shape = "score" if shape == "latent" else shape
         if len(stages) != 3:
             raise ClaimTheoremError(f"{claim_id}: plain chain has {len(stages)} stages, expected 3")
         e = Constant("E", stages[1].e_out, "score radius of the plain chain (q_coef * w_max, rounded up)")
@@ -177,6 +200,13 @@ def claim_theorem(claim_id: str, form: str, memory_class: str, ev: ChainEvaluati
                     f" <= 1 + {x.coq} ->\n  {_BANDED_TV} <= {b.coq}")
             proof = "apply eform_banded_claim; lra."
             proved = ("Witprobe.ClaimsBanded.eform_banded_claim", "Witprobe.ScoreBridge.score_bridge_banded",
+                      "Witprobe.SoftmaxTV.tv_le_eform")
+        elif shape == "latent":
+            stmt = (_LATENT_BINDERS + "(0 < n)%nat -> 0 <= scale ->\n  "
+                    + f"emoment n (lscores {_LATENT_ARGS} c' kr') (lradius {_LATENT_ARGS} c c' kr kr') <= 1 + {x.coq} ->\n  "
+                    + f"{_LATENT_TV} <= {b.coq}")
+            proof = "apply eform_latent_claim; lra."
+            proved = ("Witprobe.ClaimsLatent.eform_latent_claim", "Witprobe.LatentBridge.latent_score_bridge_banded",
                       "Witprobe.SoftmaxTV.tv_le_eform")
         elif shape == "sink":
             stmt = ("forall (n : nat) (s s' c : nat -> R) (sigma : R),\n  "

@@ -53,7 +53,9 @@ def render_coq(theorems: Sequence[ClaimTheorem], run_sha: str) -> str:
     bundle = "I"
     for name in reversed(names):
         bundle = f"conj {name} ({bundle})" if bundle != "I" else f"conj {name} I"
-    extra = " ScoreBridge ClaimsBanded" if any(t.shape == "banded" for t in theorems) else ""
+    shapes = {t.shape for t in theorems}
+    extra = (" ScoreBridge ClaimsBanded" if "banded" in shapes else "") + (
+        " LatentBridge ClaimsLatent" if "latent" in shapes else "")
     text = _template().render(version=__version__, run_sha=run_sha, module=coq_module(run_sha),
                               theorems=list(theorems), bundle=bundle, extra_imports=extra)
     bad = lint_source(text)

@@ -1,0 +1,65 @@
+(** * Per-claim lemmas for latent (MLA) caches: from stored latent residuals to the attention TV
+
+    The claims of [Claims] composed with the latent score bridge of [LatentBridge]. A key [t] is
+    stored as a latent vector [c_t] (expanded by [W_UK]) and a RoPE key [kr_t]; the score is
+    [scale * (<qn, W c_t> + <qr, kr_t>)] ([latent_score]). The hypothesis is stated on what the
+    latent meter measures: [latent_witness], i.e.
+    [c_t = scale * (sum_b ||u_b|| ||c_{t,b} - c'_{t,b}|| + sum_b ||qr_b|| ||kr_{t,b} - kr'_{t,b}||)]
+    with the effective query [u = W^T qn].
+
+    Main results:
+    - [centred_latent_claim]: [c_t <= C] for every key and [tanh (C/2) <= B] give [TV <= B];
+    - [eform_latent_claim]: [E_{p'}[e^{c_t}] <= 1 + X] and [X + X^2/2 <= B] give [TV <= B].
+
+    [LatentBridge.latent_bridge_needs_effective_query] is the counterexample that shows why the
+    bridge goes through [u] and not [||qn||]. *)
+
+From Coq Require Import Reals Lra Lia.
+From Witprobe Require Import Sum Softmax SoftmaxTV ScoreBridge LatentBridge Claims.
+Open Scope R_scope.
+
+Section Latent.
+Variables (dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R).
+
+(** Scores of the keys [(c t, kr t)]. *)
+Definition lscores (c kr : nat -> nat -> R) : nat -> R :=
+  fun t => latent_score dn (offset wc nbc) (offset wr nbr) scale W qn qr (c t) (kr t).
+
+(** The meter's per-key radius. *)
+Definition lradius (c c' kr kr' : nat -> nat -> R) : nat -> R :=
+  fun t => latent_witness nbc wc nbr wr scale (eff_query dn W qn) qr (vdiff (c t) (c' t)) (vdiff (kr t) (kr' t)).
+
+Lemma latent_radius (c c' kr kr' : nat -> nat -> R) (t : nat) :
+  0 <= scale -> Rabs (lscores c kr t - lscores c' kr' t) <= lradius c c' kr kr' t.
+Proof. intros Hs. apply latent_score_bridge_banded. exact Hs. Qed.
+
+End Latent.
+
+Lemma centred_latent_claim (C B : R) :
+  0 <= C -> tanh (C / 2) <= B ->
+  forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
+         (c c' kr kr' : nat -> nat -> R),
+  0 <= scale ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= C) ->
+  tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
+       (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= B.
+Proof.
+  intros HC HB n dn nbc nbr wc wr scale W qn qr c c' kr kr' Hs Hw.
+  apply (centred_claim C B HC HB n). intros t Ht.
+  eapply Rle_trans; [apply latent_radius; exact Hs | apply Hw; exact Ht].
+Qed.
+
+Lemma eform_latent_claim (X B : R) :
+  0 <= X -> X + X * X / 2 <= B ->
+  forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
+         (c c' kr kr' : nat -> nat -> R),
+  (0 < n)%nat -> 0 <= scale ->
+  emoment n (lscores dn nbc nbr wc wr scale W qn qr c' kr') (lradius dn nbc nbr wc wr scale W qn qr c c' kr kr')
+    <= 1 + X ->
+  tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
+       (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= B.
+Proof.
+  intros HX HB n dn nbc nbr wc wr scale W qn qr c c' kr kr' Hn Hs HM.
+  apply (eform_claim X B HX HB n _ _ (lradius dn nbc nbr wc wr scale W qn qr c c' kr kr') Hn); [|exact HM].
+  intros t _. apply latent_radius. exact Hs.
+Qed.
