@@ -26,6 +26,7 @@ LEAN_DECL = re.compile(r"^\s*(?:@\[[^\]]*\]\s*)?(?:private\s+|protected\s+)?theo
 LEAN_DEF = re.compile(r"^\s*(?:@\[[^\]]*\]\s*)?(?:noncomputable\s+)?(?:private\s+|protected\s+)?def\s+"
                       r"([A-Za-z_][A-Za-z0-9_'.?!]*)", re.M)
 
+LET_BINDER = re.compile(r"\blet\s+[A-Za-z_][A-Za-z0-9_']*\s*(:[^\n]*)?$")
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_'.]*|\d+")
 TYPE_WORDS = {"nat", "R", "Prop", "Type", "ℕ", "ℝ", "bool", "Bool", "Nat", "Real"}
 KEYWORDS = {"forall", "exists", "fun", "if", "then", "else", "let", "in", "match", "with", "end"}
@@ -129,9 +130,37 @@ def _is_prop(ty: str, lean: bool) -> bool:
     return any(r in ty for r in rels)
 
 
+def strip_quantifier_types(text: str) -> str:
+    """``forall (n : nat) (s s' : nat -> R), P`` -> ``forall n s s', P`` (and ``∀`` alike), so that
+    Coq's untyped ``forall d x y`` and Lean's typed ``∀ (d : ℕ) (x y : ℕ → ℝ)`` compare equal."""
+    out, i = [], 0
+    while i < len(text):
+        m = re.compile(r"(forall|∀|exists|∃)\s*").match(text, i)
+        if not m or (i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_")):
+            out.append(text[i])
+            i += 1
+            continue
+        out.append(m.group(0))
+        i = m.end()
+        while i < len(text) and text[i] == "(":
+            depth, j = 0, i
+            while j < len(text):
+                depth += text[j] == "("
+                depth -= text[j] == ")"
+                if depth == 0:
+                    break
+                j += 1
+            group = text[i + 1:j]
+            out.append(" " + group.split(":", 1)[0] + " ")
+            i = j + 1
+            while i < len(text) and text[i] == " ":
+                i += 1
+    return "".join(out)
+
+
 def part_signature(text: str, lean: bool) -> Part:
     rels: list[str] = []
-    t = text.replace("=>", " ").replace("↦", " ")
+    t = strip_quantifier_types(text).replace("=>", " ").replace("↦", " ")
     if lean:
         t = t.replace("Real.exp", " exp ").replace("Real.log", " log ").replace("⁻¹", " ")
         if "|" in t:
@@ -160,7 +189,7 @@ def part_signature(text: str, lean: bool) -> Part:
             continue
         if not lean and w == "S":
             nums.append("1")
-        mapped = ALIASES.get(w, w) if (not lean or w in ("Real.exp", "Real.log", "_")) else w
+        mapped = ALIASES.get(w, w) if (not lean or w in ("Real.exp", "Real.log", "Real.sqrt", "_")) else w
         if lean and w == "_":
             mapped = None
         if mapped:
@@ -223,7 +252,7 @@ def lean_declarations(text: str) -> dict[str, str]:
                 depth += 1
             elif ch in ")]}":
                 depth -= 1
-            elif depth == 0 and rest.startswith(":=", j):
+            elif depth == 0 and rest.startswith(":=", j) and not LET_BINDER.search(rest[:j]):
                 break
             j += 1
         out[m.group(1)] = rest[:j].strip()

@@ -40,7 +40,9 @@ def pair_problems(entry: dict, coq_text: str, lean_text: str) -> list[str]:
     """Everything wrong with one mirrored pair (empty when it corresponds)."""
     errs: list[str] = []
     coq = ki.coq_declarations(coq_text)
-    lean = ki.lean_declarations(lean_text)
+    module = Path(entry["coq"]).stem + "."  # Lean may qualify a name by the Coq module (Coq allows
+    lean = {n[len(module):] if n.startswith(module) else n: h  # the same name in two modules)
+            for n, h in ki.lean_declarations(lean_text).items()}
     listed = {t["name"]: t["stmt"] for t in entry["theorems"]}
     pending = set(entry.get("coq_pending", {}))
     helpers = set(entry.get("lean_helpers", {}))
