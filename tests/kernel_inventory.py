@@ -142,6 +142,8 @@ def strip_quantifier_types(text: str) -> str:
             continue
         out.append(m.group(0))
         i = m.end()
+        while i < len(text) and text[i].isspace():
+            i += 1
         while i < len(text) and text[i] == "(":
             depth, j = 0, i
             while j < len(text):
@@ -153,7 +155,7 @@ def strip_quantifier_types(text: str) -> str:
             group = text[i + 1:j]
             out.append(" " + group.split(":", 1)[0] + " ")
             i = j + 1
-            while i < len(text) and text[i] == " ":
+            while i < len(text) and text[i].isspace():
                 i += 1
     return "".join(out)
 
@@ -293,3 +295,11 @@ def lean_definition_bodies(text: str) -> dict[str, str]:
 
 def one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def drop_names(st: Statement, names: tuple[str, ...]) -> Statement:
+    """The statement without the given variable names (for Coq ``Section`` variables)."""
+    def part(p: Part) -> Part:
+        return Part(tuple(i for i in p.idents if i not in names), p.numerals, p.relations)
+    return Statement(st.name, tuple(v for v in st.variables if v not in names),
+                     tuple(part(h) for h in st.hyps), part(st.concl))

@@ -61,12 +61,20 @@ def pair_problems(entry: dict, coq_text: str, lean_text: str) -> list[str]:
         errs.append(f"{entry['lean']}: listed helper {n} is not declared")
     for n in sorted(helpers & set(coq)):
         errs.append(f"{entry['lean']}: helper {n} has a Coq counterpart; list it as a theorem")
+    section_vars = {t["name"]: tuple(t.get("section_vars", ())) for t in entry["theorems"]}
     for n, stmt in listed.items():
         if n not in coq or n not in lean:
             continue
         marker = ki.marker_statement(n, stmt)
         c = ki.parse_statement(n, coq[n], lean=False)
         l_ = ki.parse_statement(n, lean[n], lean=True)
+        sv = section_vars.get(n, ())
+        if sv:  # Coq Section variables: explicit leading parameters in Lean, implicit in the Coq text
+            if l_.variables[:len(sv)] != sv:
+                errs.append(f"{entry['lean']}: {n} must start with the Coq section variables {sv}")
+            l_ = ki.drop_names(l_, sv)
+            marker = ki.drop_names(marker, sv)
+            c = ki.drop_names(c, sv)
         if c != marker:
             errs.append(f"{where}: Coq statement of {n} differs from its marker:\n  coq    {c}\n  marker {marker}")
         if l_ != marker:
@@ -187,6 +195,13 @@ def test_fails_when_a_definition_body_changes():
                           "noncomputable def tv (n : ℕ) (p p' : ℕ → ℝ) : ℝ := 4⁻¹ * sum n")
     assert broken != lean
     assert any("body of definition tv" in x for x in pair_problems(e, coq, broken))
+
+
+def test_fails_when_a_section_variable_is_missing():
+    e, coq, lean = _entry("ClaimsLatent")
+    broken = lean.replace("theorem latent_radius (dn nbc nbr : ℕ)", "theorem latent_radius (nbc dn nbr : ℕ)")
+    assert broken != lean
+    assert any("section variables" in x for x in pair_problems(e, coq, broken))
 
 
 def test_unclassified_coq_file_is_reported(tmp_path):

@@ -42,7 +42,7 @@ theorem score_bridge_banded_inner {ι E : Type*} [NormedAddCommGroup E] [InnerPr
 /-- Latent (MLA) score bridge. The key of head `h` is expanded from the latent, `k = W c`, so with
 the effective query `u` (`⟪u, c⟫ = ⟪q_nope, W c⟫` for every `c`, i.e. `u = Wᵀ q_nope`):
 `|scale·(⟪q_nope, W Δc⟫ + ⟪q_pe, Δk_pe⟫)| ≤ scale·(‖u‖·‖Δc‖ + ‖q_pe‖·‖Δk_pe‖)`. -/
-theorem latent_score_bridge {E F G : Type*} [NormedAddCommGroup E] [InnerProductSpace ℝ E]
+theorem latent_score_bridge_inner {E F G : Type*} [NormedAddCommGroup E] [InnerProductSpace ℝ E]
     [NormedAddCommGroup F] [InnerProductSpace ℝ F] [NormedAddCommGroup G] [InnerProductSpace ℝ G]
     (W : F → E) (qn : E) (u : F) (hu : ∀ c : F, (inner u c : ℝ) = (inner qn (W c) : ℝ))
     (scale : ℝ) (hs : 0 ≤ scale) (qpe dpe : G) (dc : F) :
@@ -57,7 +57,7 @@ theorem latent_score_bridge {E F G : Type*} [NormedAddCommGroup E] [InnerProduct
 /-- Banded latent score bridge: Cauchy-Schwarz on each band of the effective query against the
 latent residual, and on each band of the rope query against the rope-key residual:
 `|scale·(Σ_b ⟪u_b, Δc_b⟫ + Σ_b ⟪q_pe,b, Δk_pe,b⟫)| ≤ scale·(Σ_b ‖u_b‖‖Δc_b‖ + Σ_b ‖q_pe,b‖‖Δk_pe,b‖)`. -/
-theorem latent_score_bridge_banded {ι κ F G : Type*} [NormedAddCommGroup F] [InnerProductSpace ℝ F]
+theorem latent_score_bridge_banded_inner {ι κ F G : Type*} [NormedAddCommGroup F] [InnerProductSpace ℝ F]
     [NormedAddCommGroup G] [InnerProductSpace ℝ G] (s : Finset ι) (t : Finset κ) (scale : ℝ)
     (hs : 0 ≤ scale) (u dc : ι → F) (qpe dpe : κ → G) :
     |scale * ((∑ b ∈ s, (inner (u b) (dc b) : ℝ)) + ∑ b ∈ t, (inner (qpe b) (dpe b) : ℝ))|

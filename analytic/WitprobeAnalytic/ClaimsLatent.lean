@@ -1,0 +1,58 @@
+import WitprobeAnalytic.Claims
+import WitprobeAnalytic.LatentBridge
+
+/-!
+# Per-claim lemmas for latent (MLA) caches (mirror of `coq/Witprobe/ClaimsLatent.v`)
+
+The claims of `Claims` composed with the latent score bridge of `LatentBridge`; the hypothesis
+is stated on the latent meter's radius `latent_witness`. Coq declares `lscores`, `lradius` and
+`latent_radius` inside a `Section` over `dn nbc nbr wc wr scale W qn qr`; here those are explicit
+leading parameters, in the same order (Coq's section discharge gives the same signature).
+
+Main results: `centred_latent_claim`, `eform_latent_claim`.
+-/
+
+namespace WitprobeAnalytic
+
+/-- Scores of the keys `(c t, kr t)`. -/
+noncomputable def lscores (dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
+    (c kr : ℕ → ℕ → ℝ) : ℕ → ℝ :=
+  fun t => latent_score dn (offset wc nbc) (offset wr nbr) scale W qn qr (c t) (kr t)
+
+/-- The meter's per-key radius. -/
+noncomputable def lradius (dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
+    (c c' kr kr' : ℕ → ℕ → ℝ) : ℕ → ℝ :=
+  fun t => latent_witness nbc wc nbr wr scale (eff_query dn W qn) qr (vdiff (c t) (c' t)) (vdiff (kr t) (kr' t))
+
+theorem latent_radius (dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
+    (c c' kr kr' : ℕ → ℕ → ℝ) (t : ℕ) (hs : 0 ≤ scale) :
+    |lscores dn nbc nbr wc wr scale W qn qr c kr t - lscores dn nbc nbr wc wr scale W qn qr c' kr' t|
+      ≤ lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t :=
+  latent_score_bridge_banded dn nbc wc nbr wr scale W qn qr (c t) (c' t) (kr t) (kr' t) hs
+
+theorem centred_latent_claim (C B : ℝ) (hC : 0 ≤ C) (hB : tanh (C / 2) ≤ B) :
+    ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
+      (c c' kr kr' : ℕ → ℕ → ℝ),
+      0 ≤ scale →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ C) →
+      tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ B :=
+  fun n dn nbc nbr wc wr scale W qn qr c c' kr kr' hs hw =>
+    centred_claim C B hC hB n (lscores dn nbc nbr wc wr scale W qn qr c kr)
+      (lscores dn nbc nbr wc wr scale W qn qr c' kr')
+      (fun t ht => le_trans (latent_radius dn nbc nbr wc wr scale W qn qr c c' kr kr' t hs) (hw t ht))
+
+theorem eform_latent_claim (X B : ℝ) (hX : 0 ≤ X) (hB : X + X * X / 2 ≤ B) :
+    ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
+      (c c' kr kr' : ℕ → ℕ → ℝ),
+      0 < n → 0 ≤ scale →
+      emoment n (lscores dn nbc nbr wc wr scale W qn qr c' kr')
+          (lradius dn nbc nbr wc wr scale W qn qr c c' kr kr') ≤ 1 + X →
+      tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ B :=
+  fun n dn nbc nbr wc wr scale W qn qr c c' kr kr' hn hs hM =>
+    eform_claim X B hX hB n (lscores dn nbc nbr wc wr scale W qn qr c kr)
+      (lscores dn nbc nbr wc wr scale W qn qr c' kr') (lradius dn nbc nbr wc wr scale W qn qr c c' kr kr') hn
+      (fun t _ => latent_radius dn nbc nbr wc wr scale W qn qr c c' kr kr' t hs) hM
+
+end WitprobeAnalytic
