@@ -12,6 +12,7 @@ import WitprobeAnalytic.ClaimsBanded
 import WitprobeAnalytic.LatentBridge
 import WitprobeAnalytic.ClaimsLatent
 import WitprobeAnalytic.Pooling
+import WitprobeAnalytic.Selection
 import WitprobeAnalytic.InnerBridge
 
 /-!
@@ -19,7 +20,7 @@ import WitprobeAnalytic.InnerBridge
 
 Optional, Mathlib-based, never compiled yet (see `LEAN_STATUS.md`). The files `Sum`, `ExpLn`,
 `Softmax`, `SoftmaxTV`, `Claims`, `ScoreBridge`, `BandWitness`, `ClaimsBanded`, `LatentBridge`,
-`ClaimsLatent` and `Pooling` mirror `coq/Witprobe/*.v` of the same name: same theorem
+`ClaimsLatent`, `Pooling` and `Selection` mirror `coq/Witprobe/*.v` of the same name: same theorem
 names, same hypotheses and conclusions, over `ℕ → ℝ` with `Finset.range n` sums
 (`tests/test_kernel_inventory.py` checks the correspondence against
 `tests/data/kernel_inventory.json`). The Coq files are the ones compiled by a kernel here.

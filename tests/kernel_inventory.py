@@ -1,7 +1,7 @@
 """Parsing of Coq and Lean theorem statements into a comparable normal form.
 
 Used by ``tests/test_kernel_inventory.py``. A statement is split into its variables (binders
-that are not hypotheses), its hypotheses (binders whose type is a proposition, then the
+whose type is built from base types and arrows), its hypotheses (the other binders, then the
 top-level implications) and its conclusion (the last top-level implication segment, or the
 first one that starts with a quantifier). Each part is reduced to a *signature*: the set of
 identifiers (Coq and Lean spellings mapped to one vocabulary: ``Rabs``/``|x|`` -> ``abs``,
@@ -28,7 +28,7 @@ LEAN_DEF = re.compile(r"^\s*(?:@\[[^\]]*\]\s*)?(?:noncomputable\s+)?(?:private\s
 
 LET_BINDER = re.compile(r"\blet\s+[A-Za-z_][A-Za-z0-9_']*\s*(:[^\n]*)?$")
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_'.]*|\d+")
-TYPE_WORDS = {"nat", "R", "Prop", "Type", "ℕ", "ℝ", "bool", "Bool", "Nat", "Real"}
+TYPE_WORDS = {"nat", "R", "Prop", "Type", "ℕ", "ℝ", "bool", "Bool", "Nat", "Real"}  # base types
 KEYWORDS = {"forall", "exists", "fun", "if", "then", "else", "let", "in", "match", "with", "end"}
 ALIASES = {"Rabs": "abs", "Real.exp": "exp", "ln": "log", "Real.log": "log", "Rmax": "max",
            "Rmin": "min", "INR": None, "Nat.eqb": None, "S": None, "Real.sqrt": "sqrt", "_": None}
@@ -121,13 +121,11 @@ def _binder_groups(text: str) -> tuple[list[str], str]:
 
 
 def _is_prop(ty: str, lean: bool) -> bool:
-    ty = ty.replace("=>", " ").replace("<->", " ↔ ").replace("->", " ")
-    rels = RELATIONS_LEAN if lean else [c for c, _ in RELATIONS_COQ if c != "->"] + ["↔"]
-    if lean:
-        rels = [r for r in rels if r != "→"] + ["∀", "∃"]
-    else:
-        rels = rels + ["forall", "exists"]
-    return any(r in ty for r in rels)
+    """A binder is a hypothesis unless its type is built from base types and arrows only."""
+    words = WORD.findall(ty.replace("ℕ", " nat ").replace("ℝ", " R "))
+    if words and all(w in TYPE_WORDS for w in words):
+        return False
+    return True
 
 
 def strip_quantifier_types(text: str) -> str:
