@@ -13,6 +13,7 @@ import WitprobeAnalytic.LatentBridge
 import WitprobeAnalytic.ClaimsLatent
 import WitprobeAnalytic.Pooling
 import WitprobeAnalytic.Selection
+import WitprobeAnalytic.Budget
 import WitprobeAnalytic.InnerBridge
 
 /-!
@@ -20,7 +21,7 @@ import WitprobeAnalytic.InnerBridge
 
 Optional, Mathlib-based, never compiled yet (see `LEAN_STATUS.md`). The files `Sum`, `ExpLn`,
 `Softmax`, `SoftmaxTV`, `Claims`, `ScoreBridge`, `BandWitness`, `ClaimsBanded`, `LatentBridge`,
-`ClaimsLatent`, `Pooling` and `Selection` mirror `coq/Witprobe/*.v` of the same name: same theorem
+`ClaimsLatent`, `Pooling`, `Selection` and `Budget` (telescoping part) mirror `coq/Witprobe/*.v` of the same name: same theorem
 names, same hypotheses and conclusions, over `ℕ → ℝ` with `Finset.range n` sums
 (`tests/test_kernel_inventory.py` checks the correspondence against
 `tests/data/kernel_inventory.json`). The Coq files are the ones compiled by a kernel here.
