@@ -2,7 +2,8 @@
 
 These functions are the specification: a fused kernel is accepted only if it reproduces them.
 All arithmetic is float64 (inputs are cast), so rounding stays far below the outward margin of
-:mod:`witprobe.calculus.rounding`.
+:mod:`witprobe.calculus.rounding`; ``docs/TRUST_BOUNDARY.md`` proves the bounds that
+:mod:`witprobe.calculus.float_error` encodes, and the reads record the magnitudes they need.
 
 Shapes follow transformers' cache layout: entries ``(batch, kv_heads, seq, dim)``, queries
 ``(batch, heads, q_len, dim)`` with ``heads = kv_heads * groups`` (GQA).
