@@ -29,3 +29,25 @@ def test_readme_has_exactly_two_setup_commands():
 def test_ci_runs_the_readme_test_command_last():
     ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
     assert ci[-1] == _commands()[1]
+
+
+def _example_block() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## What you get", 1)[1].split("\n## ", 1)[0]
+    block = re.findall(r"```\n(.+?)\n```", section, flags=re.S)[0]
+    return [ln for ln in block.splitlines() if ln.strip() and ln.strip() != "..."]
+
+
+def test_readme_example_is_the_committed_smollm2_artifact_verbatim(capsys):
+    """Claim guard: every line of the README's example output is printed by `certify show` on the
+    committed artifact it names, so no number there can drift from its artifact."""
+    from witprobe.certify.cli import main
+
+    text = (ROOT / "README.md").read_text()
+    assert "artifacts/coverage/smollm2-int8" in text.split("## What you get", 1)[1].split("\n## ", 1)[0]
+    assert main(["show", str(ROOT / "artifacts" / "coverage" / "smollm2-int8")]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    lines = _example_block()
+    assert len(lines) >= 8
+    missing = [ln for ln in lines if ln not in shown]
+    assert not missing, f"README example lines not printed for the artifact: {missing}"

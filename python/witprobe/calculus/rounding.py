@@ -3,9 +3,10 @@
 Measured floats become exact rationals here, and every upper bound is rounded *up*:
 
 - :func:`up` turns a measured, nonnegative float (computed in float64 by a meter) into a
-  :class:`~fractions.Fraction` inflated by the relative margin ``REL_MARGIN = 2**-30``. The meters
-  evaluate norms and dot products in float64 over at most ``2**20`` terms, whose relative error is
-  below ``2**20 * 2**-53 = 2**-33``; the margin covers that with room to spare. NaN, infinities
+  :class:`~fractions.Fraction` inflated by the relative margin ``REL_MARGIN = 2**-30``. That the
+  margin dominates the float64 error of every measured constant is proved in
+  ``docs/TRUST_BOUNDARY.md`` and checked per layer by derivation with
+  :mod:`witprobe.calculus.float_error` (fail closed outside the analysed sizes). NaN, infinities
   and negative values are refused (fail closed).
 - Bounds that reach Lean are nonnegative integers in *units* of ``2**-UNIT_BITS``
   (:func:`to_units_up` rounds up, so a unit value is never below the real one).

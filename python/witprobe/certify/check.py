@@ -127,7 +127,9 @@ def check_dir(directory: Path) -> CheckResult:
     diffs = json_diff(rederived, cert)
     if diffs:
         shown = ", ".join(diffs[:12]) + (f" (and {len(diffs) - 12} more)" if len(diffs) > 12 else "")
-        res.problems.append(f"certificate.json differs from the certificate re-derived from run.json at: {shown}")
+        sections = sorted({p.split(".")[0].split("[")[0].split(" ")[0] for p in diffs})
+        res.problems.append(f"certificate.json differs from the certificate re-derived from run.json in "
+                            f"{', '.join(sections)}; at: {shown}")
     return res
 
 

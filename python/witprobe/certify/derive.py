@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from witprobe.calculus import rounding
+from witprobe.calculus import float_error, rounding
 from witprobe.certify.coverage import coverage
 from witprobe.calculus import bridges
 from witprobe.calculus.bridges import DENSE_KV, LATENT
@@ -154,6 +154,63 @@ def _counter(block: dict[str, Any], key: str, where: str) -> int:
     return v
 
 
+MAGNITUDE_SCHEMAS = ("witprobe-run/2",)  # run schemas whose reads record fp_width, keys_visible, score_err, ...
+LATENT_CLASSES = ("latent", "latent_indexed")
+
+
+def _positive_int(v: Any, what: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v < 1:
+        raise DeriveError(f"{what} must be a positive integer, got {v!r}")
+    return int(v)
+
+
+def _recorded_max(block: dict[str, Any], key: str, where: str) -> float:
+    v = _stat(block, key, "max", where)
+    if v is None:
+        raise DeriveError(f"{where}: statistic {key!r} has no maximum although rows were read (fail closed)")
+    return v
+
+
+def _run_context(run: dict[str, Any]) -> int:
+    """Longest request in tokens, prompt plus generated (a bound on the keys of any read)."""
+    reqs = run.get("requests")
+    if not isinstance(reqs, list) or not reqs:
+        raise DeriveError("run.json: 'requests' must be a nonempty list (the context length bounds the error analysis)")
+    lengths = []
+    for i, r in enumerate(reqs):
+        if not isinstance(r, dict) or not isinstance(r.get("served_tokens"), list):
+            raise DeriveError(f"run.json requests[{i}]: expected 'prompt_tokens' and a 'served_tokens' list")
+        lengths.append(_positive_int(r.get("prompt_tokens"), f"run.json requests[{i}].prompt_tokens") + len(r["served_tokens"]))
+    return max(lengths)
+
+
+def float_sizes(run: dict[str, Any], mclass: str, read: dict[str, Any], where: str
+                ) -> tuple[float_error.Sizes, Fraction | None, Fraction | None]:
+    """Sizes and recorded score magnitudes of one layer for the float64 error analysis.
+
+    Runs of a magnitude schema record the width, the keys per row, the served-score error and
+    the score magnitude per layer. Older runs (``witprobe-run/1``) record none of them: the width
+    is the model's head dimension (for latent layers at least ``LEGACY_LATENT_WIDTH``, an
+    assumption: the latent width is not recorded), the keys are bounded by the longest request
+    plus a sink column, and the magnitudes are unknown (``None``), so only the size terms are
+    checked (docs/TRUST_BOUNDARY.md).
+    """
+    cfg = run.get("config") if isinstance(run.get("config"), dict) else {}
+    bands = _positive_int(cfg.get("bands"), "run.json config.bands")
+    components = 2 if mclass in LATENT_CLASSES else 1
+    if run.get("schema") in MAGNITUDE_SCHEMAS:
+        width = _positive_int(_recorded_max(read, "fp_width", where), f"{where} fp_width")
+        keys = _positive_int(_recorded_max(read, "keys_visible", where), f"{where} keys_visible")
+        err = Fraction(_recorded_max(read, "score_err", where))
+        amax = Fraction(_recorded_max(read, "score_abs_max", where))
+        return float_error.Sizes(width, bands, components, keys), err, amax
+    model = run.get("model") if isinstance(run.get("model"), dict) else {}
+    width = _positive_int(model.get("head_dim"), "run.json model.head_dim")
+    if mclass in LATENT_CLASSES:
+        width = max(width, float_error.LEGACY_LATENT_WIDTH)
+    return float_error.Sizes(width, bands, components, _run_context(run) + 1), None, None
+
+
 def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> Derivation:
     """Claims, obligations, self-checks and readings of a run record."""
     layers = run.get("layers")
@@ -211,11 +268,18 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
             readings.append({"layer": idx, "memory_class": mclass, "rows": 0})
             continue
         realized = _stat(read, "tv_realized", "max", where) or 0.0
+        sizes, score_err, score_abs_max = float_sizes(run, mclass, read, where)
+        c_max = rounding.up(_stat(read, "c_max", "max", where), what=f"{where} c_max")
+        mags = float_error.Magnitudes(score_err, score_abs_max, c_max)
+        failures.extend(f"layer {idx}: {p} (fail closed)" for p in float_error.margin_problems(sizes, mags))
         inp = ReadInputs(
             q_coef=rounding.up(_stat(read, "q_coef", "max", where), what=f"{where} q_coef"),
             w_max=rounding.up(_stat(read, "w_max", "max", where), what=f"{where} w_max"),
-            c_max=rounding.up(_stat(read, "c_max", "max", where), what=f"{where} c_max"),
-            eform_excess=rounding.up(_stat(read, "eform_excess", "max", where), what=f"{where} eform_excess"),
+            c_max=c_max,
+            # E_p'[e^c] - 1 is a sum of nonnegative terms (relative error), plus an absolute floor
+            # for probabilities that underflow in float64 (docs/TRUST_BOUNDARY.md)
+            eform_excess=rounding.up(_stat(read, "eform_excess", "max", where), what=f"{where} eform_excess")
+            + float_error.eform_floor(sizes.keys, c_max),
         )
         forms: dict[str, FormResult] = {}
         evals = {}
@@ -254,7 +318,8 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
             best_eval = None
         claims.append(attn)
         if mclass in ("latent_indexed", "v4_csa"):
-            claims.extend(_selection_claims(idx, read, where, best_eval, registry, failures))
+            claims.extend(_selection_claims(idx, read, where, best_eval, registry, failures,
+                                            run.get("schema") in MAGNITUDE_SCHEMAS, sizes.keys))
         if mclass in ("v4_hca", "v4_csa"):
             claims.append(_pooling_claim(idx, write, where))
         readings.append(_layer_readings(idx, mclass, write, read, where))
@@ -331,7 +396,7 @@ SELECTION_APPLIED_TO = "swap sets: tokens the compression moves in or out of the
 
 
 def _selection_claims(idx: int, read: dict[str, Any], where: str, attn_eval, registry: TierRegistry,
-                      failures: list[str]) -> list[Claim]:
+                      failures: list[str], magnitudes: bool = False, legacy_keys: int = 1) -> list[Claim]:
     """The Select stage of a DSA layer and the end-to-end composition with the read chain.
 
     ``L.selection`` bounds the swapped selector-score mass (certified, selector units). The
@@ -342,6 +407,16 @@ def _selection_claims(idx: int, read: dict[str, Any], where: str, attn_eval, reg
     cert_rows = _counter(read, "sel_cert_witness", where)
     b_s_max = _stat(read, "sel_b_S_witness", "max", where) or 0.0
     b_s = rounding.up(b_s_max, what=f"{where} sel_b_S_witness")
+    if magnitudes and sel_rows:
+        keys = _positive_int(_recorded_max(read, "sel_candidates", where), f"{where} sel_candidates")
+        eps_max = Fraction(_recorded_max(read, "sel_eps_max", where))
+        problems = float_error.selection_problems(keys, Fraction(_recorded_max(read, "sel_score_abs_max", where)), eps_max)
+    else:  # runs without the magnitudes: only the size term is checked
+        keys, eps_max = legacy_keys, Fraction(0)
+        problems = float_error.selection_problems(keys, Fraction(0), eps_max)
+    failures.extend(f"layer {idx}: {p} (fail closed)" for p in problems)
+    if cert_rows < sel_rows:  # an uncertified row may have contestable keys whose probability underflowed
+        b_s += float_error.selection_floor(keys, eps_max)
     realized_bs = _stat(read, "sel_b_S_realized", "max", where) or 0.0
     sel_metric = Metric("selector_dist", "tv", "select")
     sel_chain = Chain.start(bridges.selection_contract(b_s))

@@ -24,7 +24,7 @@ from witprobe.probe.recurrent import DecayHooks
 from witprobe.probe.selector import SelectorHooks
 from witprobe.probe.v4 import PageSelectorHooks
 
-RUN_SCHEMA = "witprobe-run/1"
+RUN_SCHEMA = "witprobe-run/2"  # /2: reads record the magnitudes of the float64 error analysis
 
 DEFAULT_PROMPTS = (
     "What is the capital of France? Answer in one sentence.",

@@ -18,8 +18,9 @@ from __future__ import annotations
 import torch
 from transformers.cache_utils import DynamicLayer
 
+from witprobe.calculus.float_error import allowance
 from witprobe.memory.codecs import Codec
-from witprobe.probe.meters import ScoreComponent, band_norms, band_witness, visibility
+from witprobe.probe.meters import ScoreComponent, band_norms, band_witness, score_error, visibility
 from witprobe.probe.meters_latent import effective_query, w_uk_from_kv_b_proj
 from witprobe.probe.witness_cache import ReadInputs, WitnessLayerMixin, WriteRecorder, bands_for
 
@@ -126,10 +127,23 @@ class WitnessLatentLayer(WitnessLayerMixin, DynamicLayer):
         s_exact = torch.matmul(q, k_exact.transpose(-1, -2)) * scaling
         s_served = torch.matmul(q, k_served.transpose(-1, -2)) * scaling
         u = effective_query(q[..., :nope], wuk)
-        heads = q.shape[1]
+        heads, r = wuk.shape[0], wuk.shape[-1]
+        bl = self.bands_latent
+        # u = W_UK^T q_nope is a float64 dot product of length nope that may cancel: its error per
+        # latent band is at most gamma_nope ||q_nope|| ||W_UK[:, :, b]||_F (not relative to ||u_b||),
+        # so the band norms carry that allowance and stay upper bounds (docs/TRUST_BOUNDARY.md)
+        q_nope_norm = q[..., :nope].norm(dim=-1)  # B,H,Q
+        w_band_f = wuk.reshape(heads, nope, bl, r // bl).pow(2).sum(dim=(1, 3)).sqrt()  # H,bl
+        u_bands = band_norms(u, bl) + allowance(nope) * q_nope_norm.unsqueeze(-1) * w_band_f[None, :, None, :]
         comps = [
-            ScoreComponent(band_norms(u, self.bands_latent), self.latent_band_norms.expand(-1, heads, -1, -1)),
+            ScoreComponent(u_bands, self.latent_band_norms.expand(-1, heads, -1, -1)),
             ScoreComponent(band_norms(q[..., nope:], self.bands_rope), self.rope_band_norms.expand(-1, heads, -1, -1)),
         ]
+        # served scores: keys expanded in float64 (dot length r, error gamma_r |W||c|), then q . k
+        w_f = wuk.pow(2).sum(dim=(1, 2)).sqrt()  # H
+        c_norm = self.keys[:, 0].to(torch.float64).norm(dim=-1)  # B,T
+        err = score_error(q, k_served, scaling) + (allowance(r) * abs(scaling)) * (
+            (q_nope_norm * w_f[None, :, None]).unsqueeze(-1) * c_norm[:, None, None, :])
         return ReadInputs(s_exact, s_served, visibility(mask, s_exact.shape), comps,
+                          score_err=err, width=max(q.shape[-1], r, nope, self.values.shape[-1]),
                           counters={"latent_recon_mismatch": mismatch})

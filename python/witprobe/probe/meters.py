@@ -2,7 +2,8 @@
 
 These functions are the specification: a fused kernel is accepted only if it reproduces them.
 All arithmetic is float64 (inputs are cast), so rounding stays far below the outward margin of
-:mod:`witprobe.calculus.rounding`.
+:mod:`witprobe.calculus.rounding`; ``docs/TRUST_BOUNDARY.md`` proves the bounds that
+:mod:`witprobe.calculus.float_error` encodes, and the reads record the magnitudes they need.
 
 Shapes follow transformers' cache layout: entries ``(batch, kv_heads, seq, dim)``, queries
 ``(batch, heads, q_len, dim)`` with ``heads = kv_heads * groups`` (GQA).
@@ -14,6 +15,8 @@ import math
 from dataclasses import dataclass
 
 import torch
+
+from witprobe.calculus.float_error import allowance
 
 VIOLATION_TOL = 1e-5
 
@@ -85,6 +88,22 @@ class ReadRows:
     plain_bound: torch.Tensor
     centred_bound: torch.Tensor
     eform_bound: torch.Tensor
+    score_err: torch.Tensor | None = None  # max over visible keys of the served-score error bound
+    score_abs_max: torch.Tensor | None = None  # max over visible keys of |s_served| (sink included)
+    keys: torch.Tensor | None = None  # visible keys (float64 counts)
+
+
+def score_error(q: torch.Tensor, k: torch.Tensor, scaling: float) -> torch.Tensor:
+    """Bound of ``|fl(fl(q . k) * scale) - scale q . k|`` per row and key, ``(B, H, Q, T)``.
+
+    ``q`` is ``(B, H, Q, D)``, ``k`` is ``(B, H, T, D)`` (already repeated per query head); the
+    scores are float64 dot products of length ``D`` times the scale, so the error is at most
+    ``gamma_{D+1} * scale * ||q|| * ||k||`` (Higham, dot products; Cauchy-Schwarz on ``|q|.|k|``).
+    """
+    d = q.shape[-1]
+    qn = q.to(torch.float64).norm(dim=-1)
+    kn = k.to(torch.float64).norm(dim=-1)
+    return (allowance(d + 1) * abs(scaling)) * qn.unsqueeze(-1) * kn.unsqueeze(-2)
 
 
 @dataclass(frozen=True)
@@ -115,11 +134,14 @@ def read_rows_from_scores(
     visible: torch.Tensor,
     components: list[ScoreComponent],
     scaling: float,
+    score_err: torch.Tensor | None = None,
 ) -> ReadRows:
     """Per-row readings and the three bounds from exact and served scores ``(B, H, Q, T)``.
 
     ``s_exact``/``s_served`` are the pre-softmax scores *including* the scale, without the mask;
-    ``visible`` is the boolean mask of keys each row attends to.
+    ``visible`` is the boolean mask of keys each row attends to. ``score_err`` ``(B, H, Q, T)``
+    bounds the float64 error of ``s_served`` (see :func:`score_error`); with it the rows also
+    carry the magnitudes that the e-form's error analysis needs (``docs/TRUST_BOUNDARY.md``).
     """
     hidden = torch.full_like(s_exact, -math.inf)
     p = torch.softmax(torch.where(visible, s_exact.to(torch.float64), hidden), dim=-1)
@@ -140,6 +162,8 @@ def read_rows_from_scores(
     c_max = c.amax(-1)
     q_coef = q_sq_max.sqrt() * scaling
     excess = (ps * torch.expm1(c)).sum(-1)
+    zero = torch.zeros_like(c)
+    err = None if score_err is None else torch.where(visible, score_err.to(torch.float64).expand_as(c), zero).amax(-1)
     return ReadRows(
         tv_realized=tv,
         q_coef=q_coef,
@@ -149,6 +173,9 @@ def read_rows_from_scores(
         plain_bound=0.5 * torch.expm1(2 * q_coef * w_max),
         centred_bound=torch.tanh(c_max / 2),
         eform_bound=excess + 0.5 * excess * excess,
+        score_err=err,
+        score_abs_max=torch.where(visible, s_served.to(torch.float64).abs(), zero).amax(-1),
+        keys=visible.sum(-1).to(torch.float64),
     )
 
 
@@ -208,4 +235,5 @@ def read_rows(
     s_exact = torch.matmul(q, ke.transpose(-1, -2)) * scaling
     s_served = torch.matmul(q, ks.transpose(-1, -2)) * scaling
     comp = ScoreComponent(band_norms(q, bands), key_band_norms.repeat_interleave(groups, dim=1))
-    return read_rows_from_scores(s_exact, s_served, visibility(mask, s_exact.shape), [comp], scaling)
+    return read_rows_from_scores(s_exact, s_served, visibility(mask, s_exact.shape), [comp], scaling,
+                                 score_error(q, ks, scaling))

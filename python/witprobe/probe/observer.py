@@ -118,6 +118,8 @@ def with_sinks(inputs, sinks: torch.Tensor):  # noqa: ANN001 - ReadInputs
     inputs.s_exact = torch.cat([inputs.s_exact, col], dim=-1)
     inputs.s_served = torch.cat([inputs.s_served, col], dim=-1)
     inputs.visible = torch.cat([inputs.visible, ones], dim=-1)
+    if inputs.score_err is not None:
+        inputs.score_err = torch.cat([inputs.score_err, inputs.score_err.new_zeros((b, h, q, 1))], dim=-1)
     if inputs.visible_exact is not None:
         inputs.visible_exact = torch.cat([inputs.visible_exact, ones], dim=-1)
         inputs.visible_full = torch.cat([inputs.visible_full, ones], dim=-1)
@@ -300,8 +302,11 @@ class Observer:
                 raise ObserverError(str(e)) from e
             if sinks is not None:
                 inputs = with_sinks(inputs, sinks)
-            rows = read_rows_from_scores(inputs.s_exact, inputs.s_served, inputs.visible, inputs.components, scaling)
+            rows = read_rows_from_scores(inputs.s_exact, inputs.s_served, inputs.visible, inputs.components, scaling,
+                                         inputs.score_err)
             self._fold_rows(acc, rows)
+            if inputs.width:
+                acc.fold("fp_width", torch.tensor([float(inputs.width)], dtype=torch.float64))
             for name, flags in inputs.counters.items():
                 acc.count(name, flags)
             if inputs.visible_exact is not None:
@@ -336,6 +341,10 @@ class Observer:
         acc.fold("w_max", rows.w_max)
         acc.fold("c_max", rows.c_max)
         acc.fold("eform_excess", rows.eform_excess)
+        for key in ("score_err", "score_abs_max", "keys"):  # magnitudes of the float64 error analysis
+            v = getattr(rows, key)
+            if v is not None:
+                acc.fold(key if key != "keys" else "keys_visible", v)
         bounds = {"plain": rows.plain_bound, "centred": rows.centred_bound, "eform": rows.eform_bound}
         best = torch.minimum(torch.minimum(bounds["plain"], bounds["centred"]), bounds["eform"])
         acc.fold("best_bound", best)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from witprobe.calculus.float_error import SAFETY, U64, allowance
 from witprobe.memory.codecs import Codec
 from witprobe.probe.latent import WitnessLatentLayer
 from witprobe.probe.meters import band_witness
@@ -124,6 +125,47 @@ def score_radius(q: torch.Tensor, weights: torch.Tensor, key_band_norms: torch.T
     return torch.einsum("bsn,btn->bst", coeff, key_band_norms.to(torch.float64)) * scale
 
 
+COMPARE_SLACK = 2.0**-48  # times (max |s'| + max radius): covers the float64 rounding of s' -+ eps
+
+
+def selection_radius(q: torch.Tensor, weights: torch.Tensor, key_band_norms: torch.Tensor, exact_keys: torch.Tensor,
+                     served: torch.Tensor, valid: torch.Tensor, scale: float, unit=U64) -> torch.Tensor:
+    """The witness radius :func:`score_radius` made sound for the float evaluation, ``(B, S, T)``.
+
+    The certificate compares *computed* served scores ``s^'_t`` with radii. Besides the witness
+    radius ``eps_t`` it must cover (docs/TRUST_BOUNDARY.md): the error of the served scores
+    themselves, ``gamma_{D+H+2} scale sum_h |w_h| ||q_h|| ||k'_t||`` in the unit roundoff
+    ``unit`` of the arithmetic that computed them (float64 for the DSA recomputation, float32
+    for DeepSeek-V4's own page scorer), with ``||k'_t|| <= ||k_t|| + sum_b ||Delta k_{t,b}||``;
+    a relative ``2 unit`` on ``eps`` for the weights (V4 rounds them in float32); the float64
+    evaluation of all this (``1 + 2**-20``); and the rounding of ``s' -+ eps`` in the comparisons
+    (``2**-48 (max |s'| + max radius)`` per row).
+
+    Parameters
+    ----------
+    q:
+        ``(B, S, H, D)`` indexer queries (float64 values of the model's).
+    weights:
+        ``(B, S, H)`` head weights.
+    key_band_norms:
+        ``(B, T, bands)`` residual band norms of the indexer keys.
+    exact_keys:
+        ``(B, T, D)`` uncompressed indexer keys.
+    served, valid:
+        ``(B, S, T)`` served scores as computed and the candidate mask.
+    """
+    d, h = q.shape[-1], q.shape[-2]
+    eps = score_radius(q, weights, key_band_norms, scale)
+    key_norm = exact_keys.to(torch.float64).norm(dim=-1) + key_band_norms.to(torch.float64).sum(dim=-1)  # B,T
+    coeff = torch.einsum("bsh,bsh->bs", weights.abs(), q.norm(dim=-1))
+    delta = (allowance(d + h + 2, unit) * abs(scale)) * coeff.unsqueeze(-1) * key_norm.unsqueeze(1)
+    e = (eps * (1 + 2 * float(unit)) + delta) * (1 + float(SAFETY))
+    zero = torch.zeros_like(e)
+    s_max = torch.where(valid, served.abs(), zero).amax(-1, keepdim=True)
+    e_max = torch.where(valid, e, zero).amax(-1, keepdim=True)
+    return e + COMPARE_SLACK * (s_max + e_max)
+
+
 def _topk_mask(scores: torch.Tensor, valid: torch.Tensor, k: int) -> torch.Tensor:
     """Boolean mask of the top-k valid entries (all valid entries when fewer than k)."""
     masked = torch.where(valid, scores, torch.full_like(scores, -math.inf))
@@ -156,6 +198,8 @@ class SelectionRows:
     m_out: torch.Tensor
     m_sel: torch.Tensor  # selector mass outside I' (for rho)
     eta: dict[float, dict[str, torch.Tensor]]
+    score_abs_max: torch.Tensor | None = None  # max |s'_t| over candidates (float64 error analysis)
+    eps_max: torch.Tensor | None = None  # max radius over candidates
 
 
 def selection_rows(served: torch.Tensor, exact: torch.Tensor, eps: torch.Tensor, valid: torch.Tensor,
@@ -189,8 +233,9 @@ def selection_rows(served: torch.Tensor, exact: torch.Tensor, eps: torch.Tensor,
     others = valid.clone().scatter(-1, best, False)
     cert_top1 = (best_lo > torch.where(others, served + eps, neg).amax(-1)) | (n_valid <= 1)
     eta_stats = {eta: _eta_rows(served, valid, sel, k, eta) for eta in ETAS}
+    score_abs_max = torch.where(valid, served.abs(), torch.zeros_like(served)).amax(-1)
     return SelectionRows(nontrivial, sel, sel_exact, changed, cert, cert_top1, m_in_bound, m_out_bound,
-                         m_in, m_out, m_sel, eta_stats)
+                         m_in, m_out, m_sel, eta_stats, score_abs_max, eps_max.squeeze(-1))
 
 
 def _eta_rows(served: torch.Tensor, valid: torch.Tensor, sel: torch.Tensor, k: int, eta: float) -> dict[str, torch.Tensor]:
@@ -245,6 +290,10 @@ def fold_selection(acc, rows: SelectionRows, mismatch: torch.Tensor) -> None:  #
     acc.fold("sel_b_S_witness", (0.5 * (rows.m_in_bound + rows.m_out_bound))[nt])
     acc.fold("sel_b_S_realized", (0.5 * (rows.m_in + rows.m_out))[nt])
     acc.fold("sel_m_sel", rows.m_sel[nt])
+    acc.fold("sel_candidates", torch.full((1,), float(rows.served_sel.shape[-1]), dtype=torch.float64))  # >= keys per row
+    if rows.score_abs_max is not None:  # magnitudes of the float64 error analysis of b_S
+        acc.fold("sel_score_abs_max", rows.score_abs_max[nt])
+        acc.fold("sel_eps_max", rows.eps_max[nt])
     for eta, st in rows.eta.items():
         tag = f"sel_eta{eta:g}"
         acc.fold(f"{tag}_b_S", st["b_S"][nt])
@@ -295,7 +344,7 @@ class SelectorHooks:
             served = index_scores(q, w, layer.indexer_keys, scale)
             exact = index_scores(q, w, layer.exact_indexer_keys, scale)
             valid = _valid_from_mask(vals["attention_mask"], served) & torch.isfinite(served)
-            eps = score_radius(q, w, layer.indexer_band_norms, scale)
+            eps = selection_radius(q, w, layer.indexer_band_norms, layer.exact_indexer_keys, served, valid, scale)
             k = int(module.index_topk)
             rows = selection_rows(served, exact, eps, valid, k)
             model_sel = torch.zeros_like(valid).scatter(-1, output.long().clamp(min=0), True) & valid

@@ -34,8 +34,9 @@ from transformers.models.deepseek_v4.modeling_deepseek_v4 import DeepseekV4CSACa
 
 from witprobe.memory.codecs import Codec
 from witprobe.models.interfaces import v4_pooling_weights
-from witprobe.probe.meters import ScoreComponent, band_norms, band_witness, visibility
-from witprobe.probe.selector import fold_selection, score_radius, selection_rows
+from witprobe.probe.meters import ScoreComponent, band_norms, band_witness, score_error, visibility
+from witprobe.calculus.float_error import U32
+from witprobe.probe.selector import fold_selection, selection_radius, selection_rows
 from witprobe.probe.witness_cache import ReadInputs, WitnessLayerMixin, WriteRecorder, bands_for
 
 ENTRY_TENSOR = {"compressor": "entry", "indexer": "index_entry"}
@@ -150,7 +151,8 @@ class _V4Witness(WitnessLayerMixin):
         bands = bn.shape[-1]
         comp = ScoreComponent(band_norms(q, bands), bn.expand(-1, heads, -1, -1))
         out = ReadInputs(s_exact, s_served, visibility(mask, s_exact.shape), [comp],
-                         counters={"v4_key_mismatch": mismatch})
+                         counters={"v4_key_mismatch": mismatch}, score_err=score_error(q, ks, scaling),
+                         width=q.shape[-1])
         if self.pending is not None and entries is not None and entries.shape[1] > 0:
             n_w = served_w.shape[2]
             vis = out.visible
@@ -266,7 +268,9 @@ class PageSelectorHooks:
             threshold = (position_ids + 1) // m  # (B, S)
             valid = torch.arange(n_entries, device=served.device).view(1, 1, -1) < threshold.unsqueeze(-1)
             weights = scorer.weights_proj(hidden).to(torch.float64) * scorer.weights_scaling
-            eps = score_radius(q.to(torch.float64), weights, layer.entry_bn["indexer"], scorer.softmax_scale)
+            # the served page scores are the model's float32 values: the radius covers their error
+            eps = selection_radius(q.to(torch.float64), weights, layer.entry_bn["indexer"], exact_entries, served,
+                                   valid, scorer.softmax_scale, unit=U32)
             k = int(module.index_topk)
             rows = selection_rows(served, exact, eps, valid, k)
             picks = output.long()

@@ -22,7 +22,7 @@ from torch import nn
 from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
 from witprobe.memory.codecs import Codec
-from witprobe.probe.meters import ScoreComponent, WitnessBatch, band_norms, band_witness, visibility
+from witprobe.probe.meters import ScoreComponent, WitnessBatch, band_norms, band_witness, score_error, visibility
 
 
 class WriteRecorder(Protocol):
@@ -55,6 +55,10 @@ class ReadInputs:
     visible_exact: torch.Tensor | None = None
     visible_full: torch.Tensor | None = None
     row_facts: dict[str, torch.Tensor] = field(default_factory=dict)
+    # float64 error analysis (docs/TRUST_BOUNDARY.md): the served scores' error bound per row and
+    # key, and the longest vector the meters take a norm or dot product of
+    score_err: torch.Tensor | None = None
+    width: int = 0
 
 
 def bands_for(dim: int, bands: int) -> int:
@@ -143,7 +147,8 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
         s_exact = torch.matmul(q, ke.transpose(-1, -2)) * scaling
         s_served = torch.matmul(q, ks.transpose(-1, -2)) * scaling
         comp = ScoreComponent(band_norms(q, self.bands), self.key_band_norms.repeat_interleave(groups, dim=1))
-        return ReadInputs(s_exact, s_served, visibility(mask, s_exact.shape), [comp])
+        return ReadInputs(s_exact, s_served, visibility(mask, s_exact.shape), [comp],
+                          score_err=score_error(q, ks, scaling), width=q.shape[-1])
 
 
 class WitnessCache(DynamicCache):
