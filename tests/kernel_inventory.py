@@ -75,23 +75,30 @@ class Statement:
     concl: Part
 
 
-def _split_top(text: str, sep: str) -> list[str]:
-    """Split on ``sep`` at bracket depth 0."""
-    parts, depth, cur, i = [], 0, [], 0
-    while i < len(text):
-        ch = text[i]
+def _top_level(text: str, at, first: bool = False) -> list[int]:
+    """Indices ``i`` at bracket depth 0 where ``at(text, i)`` holds (only the first if ``first``)."""
+    hits, depth = [], 0
+    for i, ch in enumerate(text):
         if ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth -= 1
-        if depth == 0 and text.startswith(sep, i) and not (sep == "->" and i > 0 and text[i - 1] == "<"):
-            parts.append("".join(cur))
-            cur = []
-            i += len(sep)
-            continue
-        cur.append(ch)
-        i += 1
-    parts.append("".join(cur))
+        elif depth == 0 and at(text, i):
+            hits.append(i)
+            if first:
+                break
+    return hits
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    """Split on ``sep`` at bracket depth 0 (``->`` never splits Coq's ``<->``)."""
+    cuts = _top_level(text, lambda s, i: s.startswith(sep, i) and not (sep == "->" and i > 0 and s[i - 1] == "<"))
+    parts, start = [], 0
+    for i in cuts:
+        if i >= start:
+            parts.append(text[start:i])
+            start = i + len(sep)
+    parts.append(text[start:])
     return [p.strip() for p in parts]
 
 
@@ -245,17 +252,8 @@ def lean_declarations(text: str) -> dict[str, str]:
     out = {}
     for m in LEAN_DECL.finditer(text):
         rest = text[m.end():]
-        depth, j = 0, 0
-        while j < len(rest):
-            ch = rest[j]
-            if ch in "([{":
-                depth += 1
-            elif ch in ")]}":
-                depth -= 1
-            elif depth == 0 and rest.startswith(":=", j) and not LET_BINDER.search(rest[:j]):
-                break
-            j += 1
-        out[m.group(1)] = rest[:j].strip()
+        ends = _top_level(rest, lambda s, i: s.startswith(":=", i) and not LET_BINDER.search(s[:i]), first=True)
+        out[m.group(1)] = rest[:ends[0] if ends else len(rest)].strip()
     return out
 
 

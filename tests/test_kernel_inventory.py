@@ -171,45 +171,31 @@ def test_fails_when_a_coq_theorem_is_not_inventoried():
     assert any("Coq theorem ghost_claim" in x for x in pair_problems(e, extra, lean))
 
 
-def test_fails_when_a_lean_hypothesis_is_dropped():
-    e, coq, lean = _entry("SoftmaxTV")
-    broken = lean.replace("theorem tv_le_tanh_radius (n : ℕ) (s s' : ℕ → ℝ) (C : ℝ) (hC : 0 ≤ C)",
-                          "theorem tv_le_tanh_radius (n : ℕ) (s s' : ℕ → ℝ) (C : ℝ)")
-    assert broken != lean
-    assert any("Lean statement of tv_le_tanh_radius" in x for x in pair_problems(e, coq, broken))
+BREAKS = [  # (Coq file, side broken, old text, new text, expected message)
+    ("SoftmaxTV", "lean", "theorem tv_le_tanh_radius (n : ℕ) (s s' : ℕ → ℝ) (C : ℝ) (hC : 0 ≤ C)",
+     "theorem tv_le_tanh_radius (n : ℕ) (s s' : ℕ → ℝ) (C : ℝ)", "Lean statement of tv_le_tanh_radius"),
+    ("SoftmaxTV", "lean", "tv n (softmax n s) (softmax n s') ≤ tanh ((hi - lo) / 4)",
+     "tv n (softmax n s) (softmax n s') ≤ tanh ((hi - lo) / 2)", "Lean statement of tv_le_tanh_osc"),
+    ("Claims", "coq", "(forall t, (t < n)%nat -> Rabs (s t - s' t) <= C) ->\n  tv n",
+     "(forall t, (t < n)%nat -> Rabs (s t - s' t) < C) ->\n  tv n", "Coq statement of centred_claim"),
+    ("Softmax", "lean", "noncomputable def tv (n : ℕ) (p p' : ℕ → ℝ) : ℝ := 2⁻¹ * sum n",
+     "noncomputable def tv (n : ℕ) (p p' : ℕ → ℝ) : ℝ := 4⁻¹ * sum n", "body of definition tv"),
+    ("ClaimsLatent", "lean", "theorem latent_radius (dn nbc nbr : ℕ)", "theorem latent_radius (nbc dn nbr : ℕ)",
+     "section variables"),
+]
 
 
-def test_fails_when_a_lean_constant_changes():
-    e, coq, lean = _entry("SoftmaxTV")
-    broken = lean.replace("tv n (softmax n s) (softmax n s') ≤ tanh ((hi - lo) / 4)",
-                          "tv n (softmax n s) (softmax n s') ≤ tanh ((hi - lo) / 2)")
-    assert broken != lean
-    assert any("Lean statement of tv_le_tanh_osc" in x for x in pair_problems(e, coq, broken))
-
-
-def test_fails_when_the_coq_statement_drifts_from_its_marker():
-    e, coq, lean = _entry("Claims")
-    broken = coq.replace("0 <= C -> tanh (C / 2) <= B ->\n  forall (n : nat) (s s' : nat -> R),\n  "
-                         "(forall t, (t < n)%nat -> Rabs (s t - s' t) <= C) ->",
-                         "0 <= C -> tanh (C / 2) <= B ->\n  forall (n : nat) (s s' : nat -> R),\n  "
-                         "(forall t, (t < n)%nat -> Rabs (s t - s' t) < C) ->", 1)
-    assert broken != coq
-    assert any("Coq statement of centred_claim" in x for x in pair_problems(e, broken, lean))
-
-
-def test_fails_when_a_definition_body_changes():
-    e, coq, lean = _entry("Softmax")
-    broken = lean.replace("noncomputable def tv (n : ℕ) (p p' : ℕ → ℝ) : ℝ := 2⁻¹ * sum n",
-                          "noncomputable def tv (n : ℕ) (p p' : ℕ → ℝ) : ℝ := 4⁻¹ * sum n")
-    assert broken != lean
-    assert any("body of definition tv" in x for x in pair_problems(e, coq, broken))
-
-
-def test_fails_when_a_section_variable_is_missing():
-    e, coq, lean = _entry("ClaimsLatent")
-    broken = lean.replace("theorem latent_radius (dn nbc nbr : ℕ)", "theorem latent_radius (nbc dn nbr : ℕ)")
-    assert broken != lean
-    assert any("section variables" in x for x in pair_problems(e, coq, broken))
+@pytest.mark.parametrize("name,side,old,new,expect", BREAKS, ids=[b[4] for b in BREAKS])
+def test_fails_when_a_statement_is_broken(name, side, old, new, expect):
+    e, coq, lean = _entry(name)
+    assert pair_problems(e, coq, lean) == []
+    if side == "lean":
+        lean, before = lean.replace(old, new, 1), lean
+        assert lean != before
+    else:
+        coq, before = coq.replace(old, new, 1), coq
+        assert coq != before
+    assert any(expect in x for x in pair_problems(e, coq, lean))
 
 
 def test_unclassified_coq_file_is_reported():
