@@ -18,13 +18,18 @@ namespace WitprobeAnalytic
 /-- `sum n f = f 0 + … + f (n-1)`. -/
 noncomputable def sum (n : ℕ) (f : ℕ → ℝ) : ℝ := ∑ t ∈ Finset.range n, f t
 
-theorem sum_O (f : ℕ → ℝ) : sum 0 f = 0 := Finset.sum_range_zero f
+theorem sum_O (f : ℕ → ℝ) : sum 0 f = 0 := by
+  show ∑ t ∈ Finset.range 0, f t = 0
+  exact Finset.sum_range_zero f
 
-theorem sum_S (n : ℕ) (f : ℕ → ℝ) : sum (n + 1) f = sum n f + f n := Finset.sum_range_succ f n
+theorem sum_S (n : ℕ) (f : ℕ → ℝ) : sum (n + 1) f = sum n f + f n := by
+  show ∑ t ∈ Finset.range (n + 1), f t = ∑ t ∈ Finset.range n, f t + f n
+  exact Finset.sum_range_succ f n
 
 /-- Only the values on `0 … n-1` matter. -/
-theorem sum_ext (n : ℕ) (f g : ℕ → ℝ) (h : ∀ t, t < n → f t = g t) : sum n f = sum n g :=
-  Finset.sum_congr rfl (fun t ht => h t (Finset.mem_range.mp ht))
+theorem sum_ext (n : ℕ) (f g : ℕ → ℝ) (h : ∀ t, t < n → f t = g t) : sum n f = sum n g := by
+  show ∑ t ∈ Finset.range n, f t = ∑ t ∈ Finset.range n, g t
+  exact Finset.sum_congr rfl (fun t ht => h t (Finset.mem_range.mp ht))
 
 theorem sum_plus (n : ℕ) (f g : ℕ → ℝ) : sum n (fun t => f t + g t) = sum n f + sum n g := by
   show ∑ t ∈ Finset.range n, (f t + g t) = ∑ t ∈ Finset.range n, f t + ∑ t ∈ Finset.range n, g t
@@ -50,15 +55,18 @@ theorem sum_const (n : ℕ) (a : ℝ) : sum n (fun _ => a) = (n : ℝ) * a := by
   show ∑ _t ∈ Finset.range n, a = (n : ℝ) * a
   rw [Finset.sum_const, Finset.card_range, nsmul_eq_mul]
 
-theorem sum_le (n : ℕ) (f g : ℕ → ℝ) (h : ∀ t, t < n → f t ≤ g t) : sum n f ≤ sum n g :=
-  Finset.sum_le_sum (fun t ht => h t (Finset.mem_range.mp ht))
+theorem sum_le (n : ℕ) (f g : ℕ → ℝ) (h : ∀ t, t < n → f t ≤ g t) : sum n f ≤ sum n g := by
+  show ∑ t ∈ Finset.range n, f t ≤ ∑ t ∈ Finset.range n, g t
+  exact Finset.sum_le_sum (fun t ht => h t (Finset.mem_range.mp ht))
 
-theorem sum_nonneg (n : ℕ) (f : ℕ → ℝ) (h : ∀ t, t < n → 0 ≤ f t) : 0 ≤ sum n f :=
-  Finset.sum_nonneg (fun t ht => h t (Finset.mem_range.mp ht))
+theorem sum_nonneg (n : ℕ) (f : ℕ → ℝ) (h : ∀ t, t < n → 0 ≤ f t) : 0 ≤ sum n f := by
+  show 0 ≤ ∑ t ∈ Finset.range n, f t
+  exact Finset.sum_nonneg (fun t ht => h t (Finset.mem_range.mp ht))
 
 /-- A sum of positive terms over a nonempty range is positive. -/
-theorem sum_pos (n : ℕ) (f : ℕ → ℝ) (hn : 0 < n) (h : ∀ t, t < n → 0 < f t) : 0 < sum n f :=
-  Finset.sum_pos (fun t ht => h t (Finset.mem_range.mp ht)) ⟨0, Finset.mem_range.mpr hn⟩
+theorem sum_pos (n : ℕ) (f : ℕ → ℝ) (hn : 0 < n) (h : ∀ t, t < n → 0 < f t) : 0 < sum n f := by
+  show 0 < ∑ t ∈ Finset.range n, f t
+  exact Finset.sum_pos (fun t ht => h t (Finset.mem_range.mp ht)) ⟨0, Finset.mem_range.mpr hn⟩
 
 /-- Triangle inequality for finite sums. -/
 theorem sum_abs_le (n : ℕ) (f : ℕ → ℝ) : |sum n f| ≤ sum n (fun t => |f t|) := by
