@@ -16,8 +16,7 @@ Main results (score level; `s` exact, `s'` served):
   give `TV ≤ B`;
 * `centred_sink_claim`, `plain_sink_claim`, `eform_sink_claim`: the same with a sink column.
 
-Not yet mirrored: the sharpness example `centred_claim_sharp` (recorded as pending in
-`tests/data/kernel_inventory.json`).
+Sharpness: `centred_claim_sharp` (two keys attain `tanh (C/2)`).
 -/
 
 namespace WitprobeAnalytic
@@ -63,5 +62,62 @@ theorem eform_sink_claim (X B : ℝ) (hX : 0 ≤ X) (hB : X + X * X / 2 ≤ B) :
   fun n s s' c sigma hd hc hM =>
     eform_claim X B hX hB (n + 1) (extend s n sigma) (extend s' n sigma) c (Nat.succ_pos n)
       (sink_radius n s s' c sigma hd hc) hM
+
+/-- Sharpness: for `C = 2`, the scores `s = (1, −1)` and `s' = (−1, 1)` satisfy `|s_t − s'_t| ≤ 2`
+and have `TV = tanh 1 = tanh (C/2)`, so the side condition `tanh (C/2) ≤ B` cannot be weakened. -/
+theorem centred_claim_sharp :
+    tv 2 (softmax 2 (fun t => if t = 0 then 1 else -(1))) (softmax 2 (fun t => if t = 0 then -(1) else 1))
+      = tanh 1 := by
+  have he : 0 < Real.exp 1 := Real.exp_pos 1
+  have hi : 0 < Real.exp (-1) := Real.exp_pos (-1)
+  have hS : 0 < Real.exp 1 + Real.exp (-1) := by linarith
+  have hIE : Real.exp (-1) ≤ Real.exp 1 := exp_le_mono _ _ (by norm_num)
+  have hEI : Real.exp 1 * Real.exp (-1) = 1 := by
+    rw [← Real.exp_add]
+    norm_num
+  have hP : partition 2 (fun t : ℕ => if t = 0 then (1 : ℝ) else -(1)) = Real.exp 1 + Real.exp (-1) := by
+    show sum 2 (fun t => Real.exp (if t = 0 then (1 : ℝ) else -(1))) = _
+    rw [sum_two_eq]
+    show Real.exp (if (0 : ℕ) = 0 then (1 : ℝ) else -(1)) + Real.exp (if (1 : ℕ) = 0 then (1 : ℝ) else -(1))
+      = _
+    rw [if_pos (rfl : (0 : ℕ) = 0), if_neg Nat.one_ne_zero]
+  have hP' : partition 2 (fun t : ℕ => if t = 0 then -(1 : ℝ) else 1) = Real.exp 1 + Real.exp (-1) := by
+    show sum 2 (fun t => Real.exp (if t = 0 then -(1 : ℝ) else 1)) = _
+    rw [sum_two_eq]
+    show Real.exp (if (0 : ℕ) = 0 then -(1 : ℝ) else 1) + Real.exp (if (1 : ℕ) = 0 then -(1 : ℝ) else 1)
+      = _
+    rw [if_pos (rfl : (0 : ℕ) = 0), if_neg Nat.one_ne_zero, add_comm]
+  have htv : tv 2 (softmax 2 (fun t : ℕ => if t = 0 then (1 : ℝ) else -(1)))
+      (softmax 2 (fun t : ℕ => if t = 0 then -(1 : ℝ) else 1))
+      = 2⁻¹ * (|Real.exp 1 / (Real.exp 1 + Real.exp (-1)) - Real.exp (-1) / (Real.exp 1 + Real.exp (-1))|
+        + |Real.exp (-1) / (Real.exp 1 + Real.exp (-1)) - Real.exp 1 / (Real.exp 1 + Real.exp (-1))|) := by
+    show 2⁻¹ * sum 2 (fun t => |Real.exp (if t = 0 then (1 : ℝ) else -(1))
+        / partition 2 (fun t : ℕ => if t = 0 then (1 : ℝ) else -(1))
+      - Real.exp (if t = 0 then -(1 : ℝ) else 1) / partition 2 (fun t : ℕ => if t = 0 then -(1 : ℝ) else 1)|)
+      = _
+    rw [sum_two_eq, hP, hP']
+    show 2⁻¹ * (|Real.exp (if (0 : ℕ) = 0 then (1 : ℝ) else -(1)) / (Real.exp 1 + Real.exp (-1))
+        - Real.exp (if (0 : ℕ) = 0 then -(1 : ℝ) else 1) / (Real.exp 1 + Real.exp (-1))|
+      + |Real.exp (if (1 : ℕ) = 0 then (1 : ℝ) else -(1)) / (Real.exp 1 + Real.exp (-1))
+        - Real.exp (if (1 : ℕ) = 0 then -(1 : ℝ) else 1) / (Real.exp 1 + Real.exp (-1))|) = _
+    rw [if_pos (rfl : (0 : ℕ) = 0), if_pos (rfl : (0 : ℕ) = 0), if_neg Nat.one_ne_zero,
+      if_neg Nat.one_ne_zero]
+  rw [htv]
+  have hD : Real.exp 1 / (Real.exp 1 + Real.exp (-1)) - Real.exp (-1) / (Real.exp 1 + Real.exp (-1))
+      = (Real.exp 1 - Real.exp (-1)) / (Real.exp 1 + Real.exp (-1)) := by ring
+  have hD' : Real.exp (-1) / (Real.exp 1 + Real.exp (-1)) - Real.exp 1 / (Real.exp 1 + Real.exp (-1))
+      = -((Real.exp 1 - Real.exp (-1)) / (Real.exp 1 + Real.exp (-1))) := by ring
+  rw [hD, hD', abs_neg,
+    abs_of_nonneg (div_nonneg (show (0 : ℝ) ≤ Real.exp 1 - Real.exp (-1) by linarith) hS.le)]
+  have htanh : tanh 1 = (Real.exp 1 - Real.exp (-1)) / (Real.exp 1 + Real.exp (-1)) := by
+    show (Real.exp (2 * 1) - 1) / (Real.exp (2 * 1) + 1) = _
+    have h2 : Real.exp (2 * 1) = Real.exp 1 * Real.exp 1 := by
+      rw [← Real.exp_add]
+      norm_num
+    have hden : Real.exp 1 * Real.exp 1 + 1 ≠ 0 := ne_of_gt (by nlinarith [mul_pos he he])
+    rw [h2, div_eq_div_iff hden hS.ne']
+    linear_combination (2 * Real.exp 1) * hEI
+  rw [htanh]
+  ring
 
 end WitprobeAnalytic

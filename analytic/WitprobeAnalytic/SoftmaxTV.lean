@@ -25,7 +25,7 @@ The counterexample `radius_needed` shows that without a bound on the score error
 below `1/2` holds (two keys, one score moved by `2`).
 
 Lean-only helpers (no Coq counterpart, recorded in `tests/data/kernel_inventory.json`):
-`div_le_of_le_mul_pos`, `le_div_of_mul_le_pos`, `abs_sub_one_le`.
+`div_le_of_le_mul_pos`, `le_div_of_mul_le_pos`, `abs_sub_one_le`, `sum_two_eq`.
 -/
 
 namespace WitprobeAnalytic
@@ -466,14 +466,16 @@ theorem tv_sink_le_eform (n : ℕ) (s s' c : ℕ → ℝ) (sigma : ℝ)
 
 /-! ## Counterexample: a score error bound is needed -/
 
+/-- Lean-only helper: `sum 2 f = f 0 + f 1`. -/
+theorem sum_two_eq (f : ℕ → ℝ) : sum 2 f = f 0 + f 1 := by
+  first
+    | (rw [sum_S, sum_S, sum_O, zero_add]; done)
+    | (show ∑ t ∈ Finset.range 2, f t = f 0 + f 1; simp [Finset.sum_range_succ])
+
 /-- Two keys with equal served scores; moving one exact score by `2` already gives
 `TV = (e² − 1) / (2 (e² + 1)) > 1/4`: no TV bound holds without a radius. -/
 theorem radius_needed :
     tv 2 (softmax 2 (fun t => if t = 0 then 2 else 0)) (softmax 2 (fun _ => 0)) > 4⁻¹ := by
-  have sum_two : ∀ f : ℕ → ℝ, sum 2 f = f 0 + f 1 := fun f => by
-    first
-      | (rw [sum_S, sum_S, sum_O, zero_add]; done)
-      | (show ∑ t ∈ Finset.range 2, f t = f 0 + f 1; simp [Finset.sum_range_succ])
   have hE1 : 2 ≤ Real.exp 1 := by
     have := Real.add_one_le_exp 1
     linarith
@@ -486,7 +488,7 @@ theorem radius_needed :
   have hE1pos : 0 < Real.exp 2 + 1 := by linarith
   have hP : partition 2 (fun t : ℕ => if t = 0 then (2 : ℝ) else 0) = Real.exp 2 + 1 := by
     show sum 2 (fun t => Real.exp (if t = 0 then (2 : ℝ) else 0)) = Real.exp 2 + 1
-    rw [sum_two]
+    rw [sum_two_eq]
     show Real.exp (if (0 : ℕ) = 0 then (2 : ℝ) else 0) + Real.exp (if (1 : ℕ) = 0 then (2 : ℝ) else 0)
       = Real.exp 2 + 1
     rw [if_pos (rfl : (0 : ℕ) = 0), if_neg Nat.one_ne_zero, Real.exp_zero]
@@ -511,7 +513,7 @@ theorem radius_needed :
       = 2⁻¹ * (|Real.exp 2 / (Real.exp 2 + 1) - 1 / 2| + |1 / (Real.exp 2 + 1) - 1 / 2|) := by
     show 2⁻¹ * sum 2 (fun t => |softmax 2 (fun t : ℕ => if t = 0 then (2 : ℝ) else 0) t
       - softmax 2 (fun _ : ℕ => (0 : ℝ)) t|) = _
-    rw [sum_two]
+    rw [sum_two_eq]
     show 2⁻¹ * (|softmax 2 (fun t : ℕ => if t = 0 then (2 : ℝ) else 0) 0
         - softmax 2 (fun _ : ℕ => (0 : ℝ)) 0|
       + |softmax 2 (fun t : ℕ => if t = 0 then (2 : ℝ) else 0) 1
