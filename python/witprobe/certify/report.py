@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
+from witprobe.calculus import rounding
+
 
 def _num(x: Any, fmt: str = "{:.4f}") -> str:
     return "-" if x is None else fmt.format(x)
 
 
 def _bound(b: dict[str, Any] | None, vacuous: bool = False) -> str:
+    """A bound printed with 4 decimals, rounded up from its exact value (never below the bound)."""
     if b is None:
         return "-"
-    s = b["decimal_up"][:6]
+    s = rounding.decimal_up(rounding.parse_fraction(b["exact"]), 4)
     return f"{s}*" if vacuous else s
 
 
