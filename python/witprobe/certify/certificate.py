@@ -141,7 +141,7 @@ def assemble(run_sha: str, deriv: Derivation, obligations_sha: str | None, coq_s
     self_checks = {
         k: {"count": v, "ok": v == 0, "meaning": self_check_meaning(k)} for k, v in sorted(deriv.self_checks.items())
     }
-    tiers = {t.value: sum(1 for c in claims if c["tier"] == t.value) for t in Tier}
+    tiers = {t.value: sum(1 for c in claims if c["tier"] == t.value) for t in sorted(Tier, key=lambda t: t.value)}  # the order JSON stores (sort_keys)
     ok = not deriv.failures and all(v["ok"] for v in self_checks.values())
     attn = [c for c in claims if c["kind"] == "attn_tv"]
     bounds = [c for c in attn if c["bound"] is not None and not c["vacuous"]]
