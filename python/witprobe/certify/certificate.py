@@ -27,6 +27,7 @@ from typing import Any
 
 from witprobe.calculus import rounding
 from witprobe.calculus.tiers import Tier
+from witprobe.certify import verdict
 from witprobe.certify.derive import Claim, Derivation, self_check_meaning
 from witprobe.certify.kernels import KernelOutcomes
 from witprobe.formal import coq_runner
@@ -181,5 +182,6 @@ def assemble(run_sha: str, deriv: Derivation, obligations_sha: str | None, coq_s
             "tiers": tiers,
             "worst_bound": {"claim": worst["id"], "bound": worst["bound"]} if worst else None,
             "coq": {"theorems": len(deriv.theorems), "kernel_checked": coq_checked, "rejected": coq_rejected},
+            **verdict.scope_summary(ok, claims, deriv.scope),
         },
     }

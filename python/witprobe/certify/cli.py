@@ -3,8 +3,11 @@
 Exit codes (documented in the README, each tested):
 
 ====  ==========================================================================
-0     ok (run: every self-check is 0 and no bound was beaten; check: identical)
+0     ok (run: every self-check is 0, no bound was beaten, and the run did not diverge end to end;
+      check: identical)
 1     a self-check or a bound failed (run), or the directory does not re-derive (check)
+5     run: the verdict is pass (every per-layer bound held) but the served next-token distribution
+      diverged end to end: its largest TV exceeds ``--e2e-tv-tol`` (a reading, no bound covers it)
 2     usage error (bad option, unknown model or codec, existing output without --force)
 3     ``--coq required`` or ``--lean required`` and that kernel (or its library) is not available
 4     internal error
@@ -40,7 +43,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--max-new-tokens", type=int, default=24, help="greedy tokens per prompt (default: %(default)s)")
     r.add_argument("--prompt", action="append", default=None, help="a prompt (repeatable; default: %d built-in prompts)" % len(DEFAULT_PROMPTS))
     r.add_argument("--keys-only", action="store_true", help="compress keys only (values stay exact)")
-    r.add_argument("--no-reference", action="store_true", help="skip the uncompressed reference generation")
+    r.add_argument("--no-reference", action="store_true",
+                   help="skip the uncompressed reference (no end-to-end readings: end-to-end is 'not measured')")
+    r.add_argument("--e2e-tv-tol", type=float, default=0.1,
+                   help="largest next-token TV (served vs uncompressed, same prefix) before the run counts as "
+                        "diverged end to end, exit 5 (default: %(default)s; 1 never diverges)")
     r.add_argument("--out", type=Path, default=None, help="output directory (default: runs/<model>-<codec>-<UTC time>)")
     r.add_argument("--lean", choices=("auto", "required", "off"), default="auto",
                    help="auto: check with Lean if found; required: exit 3 without Lean; off: never (default: %(default)s)")
@@ -76,7 +83,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     cfg = MeasureConfig(
         model=args.model, codec=args.codec, bands=args.bands, compress_values=not args.keys_only,
         max_new_tokens=args.max_new_tokens, prompts=tuple(args.prompt) if args.prompt else DEFAULT_PROMPTS,
-        reference=not args.no_reference,
+        reference=not args.no_reference, e2e_tv_tolerance=args.e2e_tv_tol,
     )
     try:
         cfg.validate()
@@ -119,10 +126,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     cert = produced.certificate
     print_table(cert, sys.stdout)
     print_summary(cert, sys.stdout)
-    agree = [r.get("agreeing_prefix") for r in run["requests"] if "agreeing_prefix" in r]
-    if agree:
-        total = sum(len(r["served_tokens"]) for r in run["requests"])
-        print(f"greedy tokens agreeing with the uncompressed model (prefix): {sum(agree)}/{total} (a reading)")
     print(f"wrote {out}/run.json, {out}/certificate.json"
           + (f", {out}/obligations/run.v" if produced.coq_text else "")
           + (f", {out}/obligations/run.lean" if produced.lean_text else ""))
@@ -130,7 +133,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return EXIT_FAIL
     if args.coq == "required" and cert["summary"]["coq"]["kernel_checked"] < cert["summary"]["coq"]["theorems"]:
         return EXIT_FAIL
-    return EXIT_OK if cert["summary"]["verdict"] == "pass" else EXIT_FAIL
+    from witprobe.certify.verdict import run_exit_code
+
+    return run_exit_code(cert["summary"], EXIT_OK, EXIT_FAIL)
 
 
 def _coq_missing() -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 from witprobe.calculus import float_error, rounding
 from witprobe.certify.coverage import coverage
+from witprobe.certify.end_to_end import RunScope, run_scope
 from witprobe.calculus import bridges
 from witprobe.calculus.bridges import DENSE_KV, LATENT
 from witprobe.calculus.contracts import Chain, ChainEvaluation, parallel
@@ -135,6 +136,7 @@ class Derivation:
     readings: list[dict[str, Any]]
     coverage: list[dict[str, Any]] = field(default_factory=list)
     theorems: list[ClaimTheorem] = field(default_factory=list)
+    scope: RunScope | None = None  # end-to-end readings and what the run compressed (verdict text)
 
 
 def _stat(block: dict[str, Any], key: str, field_: str, where: str) -> float | None:
@@ -323,7 +325,7 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
         if mclass in ("v4_hca", "v4_csa"):
             claims.append(_pooling_claim(idx, write, where))
         readings.append(_layer_readings(idx, mclass, write, read, where))
-    return Derivation(claims, obligations, checks, failures, readings, coverage(run), theorems)
+    return Derivation(claims, obligations, checks, failures, readings, coverage(run), theorems, run_scope(run))
 
 
 def _half_life(log_a: float | None) -> float | None:

@@ -49,9 +49,13 @@ class MeasureConfig:
     max_new_tokens: int = 24
     prompts: tuple[str, ...] = DEFAULT_PROMPTS
     reference: bool = True
+    e2e_tv_tolerance: float = 0.1
 
     def validate(self) -> None:
         make_codec(self.codec, self.bands)  # raises CodecError naming the problem
+        tol = self.e2e_tv_tolerance
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol <= 1:
+            raise ValueError(f"the end-to-end TV tolerance must be a number in [0, 1], got {tol!r}")
         if not isinstance(self.max_new_tokens, int) or not 1 <= self.max_new_tokens <= 4096:
             raise ValueError(f"max_new_tokens must be an integer in [1, 4096], got {self.max_new_tokens!r}")
         if not self.prompts or not all(isinstance(p, str) and p.strip() for p in self.prompts):
@@ -158,10 +162,35 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
             "compress_values": cfg.compress_values,
             "max_new_tokens": cfg.max_new_tokens,
             "prompts": list(cfg.prompts),
+            "e2e_tv_tolerance": cfg.e2e_tv_tolerance,
         },
         "requests": requests,
         "layers": layers,
     }
+
+
+def next_token_divergence(model: Any, context: torch.Tensor, n_prompt: int,
+                          served_logits: tuple[torch.Tensor, ...]) -> dict[str, list[float]]:
+    """Per generated step, the served next-token distribution against the uncompressed model's
+    on the same (served) prefix: readings, never bounds.
+
+    ``context`` ``(1, n_prompt + steps - 1)`` is the prompt plus every served token but the last;
+    one uncompressed forward pass over it gives the reference logits of every step (teacher
+    forcing on the served prefix, so a token flip early on does not compound into later steps).
+    Step ``s`` compares ``p = softmax(reference logits)`` with ``p' = softmax(served logits)``,
+    float64: ``TV = 1/2 sum_v |p_v - p'_v|`` and ``KL(p || p') = sum_v p_v (log p_v - log p'_v)``
+    (nats).
+    """
+    steps = len(served_logits)
+    ref = model(input_ids=context).logits[0, n_prompt - 1: n_prompt - 1 + steps].to(torch.float64)
+    srv = torch.stack([lg[0] for lg in served_logits]).to(torch.float64)
+    if ref.shape != srv.shape:
+        raise ValueError(f"reference logits {tuple(ref.shape)} do not match the served logits {tuple(srv.shape)}")
+    lp, lq = torch.log_softmax(ref, dim=-1), torch.log_softmax(srv, dim=-1)
+    p = lp.exp()
+    tv = 0.5 * (p - lq.exp()).abs().sum(-1)
+    kl = (p * (lp - lq)).sum(-1).clamp_min(0.0)  # clamp: float64 rounding around 0
+    return {"next_token_tv": tv.tolist(), "next_token_kl": kl.tolist()}
 
 
 def _generate_all(loaded: LoadedModel, cfg: MeasureConfig, codec: Codec, observer: Observer,
@@ -177,13 +206,17 @@ def _generate_all(loaded: LoadedModel, cfg: MeasureConfig, codec: Codec, observe
         n_prompt = int(inputs["input_ids"].shape[1])
         cache = observer.attach(witness_cache_for(mc, codec, cfg.bands, cfg.compress_values, observer, model=model))
         with torch.no_grad(), observer.active():
-            out = model.generate(
+            gen = model.generate(
                 **inputs, cache=cache, max_new_tokens=cfg.max_new_tokens, do_sample=False,
                 pad_token_id=pad, streamer=TokenProgress(progress, label, cfg.max_new_tokens),
+                output_logits=True, return_dict_in_generate=True,
             )
+        out = gen.sequences
         served = out[0, n_prompt:].tolist()
         record: dict[str, Any] = {"prompt_index": i, "prompt_tokens": n_prompt, "served_tokens": served}
         if cfg.reference:
+            with torch.no_grad():
+                record.update(next_token_divergence(model, out[:, :-1], n_prompt, gen.logits))
             with torch.no_grad():
                 ref = model.generate(**inputs, max_new_tokens=cfg.max_new_tokens, do_sample=False, pad_token_id=pad)
             reference = ref[0, n_prompt:].tolist()

@@ -117,11 +117,19 @@ def print_summary(cert: dict[str, Any], out: TextIO) -> None:
     coq = cert["kernels"]["coq"]
     checks = cert["self_checks"]
     bad = {k: v["count"] for k, v in checks.items() if not v["ok"]}
-    print(f"verdict: {s['verdict']}  layers: {s['layers']}  non-vacuous: {s['non_vacuous_layers']}  "
-          f"tiers: {', '.join(f'{k} {v}' for k, v in s['tiers'].items())}", file=out)
-    if s["worst_bound"]:
-        print(f"largest certified-form bound: {s['worst_bound']['bound']['decimal_up']} ({s['worst_bound']['claim']})",
+    tiers = ", ".join(f"{k} {v}" for k, v in s["tiers"].items())
+    if "headline" in s:
+        print(f"verdict: {s['headline']}", file=out)
+        print(f"layers: {s['layers']}  non-vacuous: {s['non_vacuous_layers']}  tiers: {tiers}", file=out)
+        print_scope(s, out)
+    else:  # a certificate made before the scope summary: its own lines, and what it lacks
+        print(f"verdict: {s['verdict']}  layers: {s['layers']}  non-vacuous: {s['non_vacuous_layers']}  tiers: {tiers}",
               file=out)
+        if s["worst_bound"]:
+            print(f"largest certified-form bound: {s['worst_bound']['bound']['decimal_up']} "
+                  f"({s['worst_bound']['claim']})", file=out)
+        print("note: this certificate predates the scope summary (bounded / not bounded / end-to-end); "
+              "re-run `certify run` for it", file=out)
     print(f"self-checks: {'all 0' if not bad else bad}", file=out)
     sc = s["coq"]
     line = f"coq: {sc['kernel_checked']}/{sc['theorems']} kernel-checked"
@@ -138,3 +146,23 @@ def print_summary(cert: dict[str, Any], out: TextIO) -> None:
     print(line, file=out)
     for f in cert["failures"]:
         print(f"FAILED: {f}", file=out)
+
+
+def print_scope(s: dict[str, Any], out: TextIO) -> None:
+    """What was bounded, what was not, the largest per-layer bound with its realization, end to end."""
+    from witprobe.certify.end_to_end import format_end_to_end
+
+    for b in s.get("bounded", []):
+        tiers = ", ".join(f"{k} {v}" for k, v in b["tiers"].items()) or "none"
+        print(f"bounded: {b['what']}: {b['layers']}/{b['of']} layers ({tiers})", file=out)
+    for text in s.get("not_bounded", []):
+        print(f"not bounded: {text}", file=out)
+    big = s.get("largest_tv_bound")
+    if big:
+        print(f"largest per-layer TV bound: {big['bound']['decimal_up']} ({big['claim']}, {big['tier']}; "
+              f"realized there {big['realized_max']:.4f}; per layer, not end to end)", file=out)
+    real = s.get("largest_realized_tv")
+    if real:
+        print(f"largest realized per-layer TV: {real['realized_max']:.4f} ({real['claim']}; a reading)", file=out)
+    if s.get("end_to_end"):
+        print(format_end_to_end(s["end_to_end"]), file=out)

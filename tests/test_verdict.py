@@ -1,0 +1,91 @@
+"""The verdict states its scope: what was bounded, what was not, and the end-to-end readings."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stdout
+
+import pytest
+
+from witprobe.certify.end_to_end import CLOSE, DIVERGED, NOT_MEASURED, EndToEndError, end_to_end
+from witprobe.certify.verdict import EXIT_DIVERGED, bounded_and_not, headline, run_exit_code
+
+
+def _run(tv, kl=None, served=None, ref=None, tol=None):
+    served = served if served is not None else list(range(len(tv)))
+    req = {"prompt_tokens": 3, "served_tokens": served, "next_token_tv": tv,
+           "next_token_kl": kl if kl is not None else [0.0] * len(tv)}
+    if ref is not None:
+        agree = 0
+        for a, b in zip(served, ref):
+            if a != b:
+                break
+            agree += 1
+        req.update(reference_tokens=ref, agreeing_prefix=agree)
+    cfg = {} if tol is None else {"e2e_tv_tolerance": tol}
+    return {"config": cfg, "requests": [req]}
+
+
+def test_status_follows_the_largest_next_token_tv_against_the_tolerance():
+    assert end_to_end(_run([0.01, 0.09])).status == CLOSE
+    e = end_to_end(_run([0.01, 0.2, 0.5], ref=[0, 7, 2]))
+    assert e.status == DIVERGED and e.steps_over_tolerance == 2 and e.next_token_tv_max == 0.5
+    assert (e.greedy_agreeing_prefix, e.greedy_position_matches, e.greedy_total) == (1, 2, 3)
+    assert end_to_end(_run([0.01, 0.2], tol=0.25)).status == CLOSE
+    assert end_to_end({"config": {}, "requests": [{"prompt_tokens": 3, "served_tokens": [1]}]}).status == NOT_MEASURED
+
+
+@pytest.mark.parametrize("bad", [
+    _run([0.1, "x"]), _run([0.1, -0.2]), _run([0.1], kl=[0.0, 0.0]), _run([1.5]), _run([0.1], tol=2)])
+def test_malformed_end_to_end_readings_fail_closed(bad):
+    with pytest.raises(EndToEndError):
+        end_to_end(bad)
+
+
+def _claim(kind, layer, bound, vacuous=False, tier="empirical"):
+    return {"kind": kind, "layer": layer, "id": f"L{layer:02d}.{kind}", "tier": tier, "vacuous": vacuous,
+            "bound": None if bound is None else {"decimal_up": str(bound), "exact": str(bound)},
+            "realized_tv_max": 0.0}
+
+
+def test_a_pass_next_to_a_divergence_says_so_and_exits_5():
+    claims = [_claim("attn_tv", 0, "1/100", tier="certified"), _claim("attn_tv", 1, "3", vacuous=True)]
+    bounded, not_bounded = bounded_and_not(claims, True, {0: "dense_kv", 1: "dense_kv"})
+    assert bounded[0]["layers"] == 1 and bounded[0]["of"] == 2
+    assert any("1/2 layers" in t and "L01" in t for t in not_bounded)
+    assert any("end-to-end" in t for t in not_bounded)
+    diverged = end_to_end(_run([0.9], ref=[1], served=[2])).to_json()
+    text = headline(True, bounded, diverged)
+    assert text.startswith("pass (per-layer bounds held") and "end-to-end DIVERGED" in text
+    assert "bounded on 1/2 layers" in text
+    assert run_exit_code({"verdict": "pass", "end_to_end": diverged}, 0, 1) == EXIT_DIVERGED
+    assert run_exit_code({"verdict": "fail", "end_to_end": diverged}, 0, 1) == 1
+    close = end_to_end(_run([0.01])).to_json()
+    assert run_exit_code({"verdict": "pass", "end_to_end": close}, 0, 1) == 0
+    assert "end-to-end close" in headline(True, bounded, close)
+
+
+@pytest.mark.slow
+def test_int2_run_prints_pass_with_the_divergence_and_exits_5(tmp_path, smollm2):
+    from witprobe.certify.cli import main
+
+    buf = io.StringIO()
+    out = tmp_path / "int2"
+    with redirect_stdout(buf):
+        code = main(["run", "--codec", "int2", "--max-new-tokens", "4", "--prompt", "What is the capital of France?",
+                     "--out", str(out), "--coq", "off", "--lean", "off", "--quiet"])
+    text = buf.getvalue()
+    assert code == EXIT_DIVERGED, text
+    verdict_line = next(line for line in text.splitlines() if line.startswith("verdict:"))
+    assert "pass" in verdict_line and "DIVERGED" in verdict_line
+    assert "end-to-end: DIVERGED" in text and "not bounded:" in text
+    cert = json.loads((out / "certificate.json").read_text())
+    s = cert["summary"]
+    assert s["verdict"] == "pass" and s["end_to_end"]["status"] == "diverged"
+    run = json.loads((out / "run.json").read_text())
+    req = run["requests"][0]
+    assert len(req["next_token_tv"]) == len(req["served_tokens"]) == len(req["next_token_kl"])
+    assert max(req["next_token_tv"]) > 0.1
+    with redirect_stdout(io.StringIO()):
+        assert main(["check", str(out)]) == 0
