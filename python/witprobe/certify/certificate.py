@@ -69,6 +69,10 @@ def effective_tier(claim: Claim, coq_status: str, coq_reason: str) -> tuple[Tier
         return Tier.EMPIRICAL, "observation only: no certificate is claimed for a recurrent state"
     if claim.kind == "pooling":
         return Tier.EMPIRICAL, "pooling profile: readings of the gate weights (pooling is not an error source)"
+    if claim.kind in ("attn_out", "attn_out_proj"):
+        if claim.vacuous:
+            return Tier.EMPIRICAL, "uses the trivial TV <= 1 (the layer's TV bound is vacuous)"
+        return Tier.EMPIRICAL, "no kernel-checked theorem states this bound (exact Python arithmetic on measured maxima)"
     if claim.value is None and not claim.forms:
         return Tier.EMPIRICAL, "no reads observed on this layer"
     if claim.vacuous:

@@ -16,6 +16,7 @@ from typing import Any
 
 from witprobe.calculus import float_error, rounding
 from witprobe.certify.coverage import coverage
+from witprobe.certify.derive_values import OUTPUT_COUNTERS, output_claims
 from witprobe.certify.end_to_end import RunScope, run_scope
 from witprobe.calculus import bridges
 from witprobe.calculus.bridges import DENSE_KV, LATENT
@@ -71,6 +72,8 @@ def self_check_meaning(name: str) -> str:
     """Human text of a self-check counter name (``<tensor>_viol_...`` or a read counter)."""
     if name in READ_SELF_CHECKS:
         return READ_SELF_CHECKS[name]
+    if name in OUTPUT_COUNTERS:
+        return OUTPUT_COUNTERS[name]
     if name.startswith("sel_eta") and "_flip_in_cert_r" in name:
         return f"{name}: flips of the deterministic perturbation inside the eta-certified region"
     for suffix, text in WRITE_SELF_CHECKS.items():
@@ -156,7 +159,7 @@ def _counter(block: dict[str, Any], key: str, where: str) -> int:
     return v
 
 
-MAGNITUDE_SCHEMAS = ("witprobe-run/2",)  # run schemas whose reads record fp_width, keys_visible, score_err, ...
+MAGNITUDE_SCHEMAS = ("witprobe-run/2", "witprobe-run/3")  # run schemas whose reads record fp_width, keys_visible, score_err, ...
 LATENT_CLASSES = ("latent", "latent_indexed")
 
 
@@ -319,6 +322,8 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
             attn = Claim(cid, idx, ATTN_TV, None, best_v, True, reg_tier, realized, forms, memory_class=mclass)
             best_eval = None
         claims.append(attn)
+        if mclass == "dense_kv":  # the values' effect: attention output before and after W_o
+            claims.extend(output_claims(idx, layer, read, attn, run.get("schema"), checks, failures, where, Claim))
         if mclass in ("latent_indexed", "v4_csa"):
             claims.extend(_selection_claims(idx, read, where, best_eval, registry, failures,
                                             run.get("schema") in MAGNITUDE_SCHEMAS, sizes.keys))

@@ -7,14 +7,18 @@ prompt gives a diagnostic reading: how many generated tokens agree.
 
 from __future__ import annotations
 
+import math
 import platform
 import sys
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from witprobe import __version__
+from witprobe.calculus import rounding
+from witprobe.calculus.opnorm import OpNormBound, spectral_norm_upper
 from witprobe.certify.progress import Progress, TokenProgress
 from witprobe.memory.codecs import Codec, make_codec
 from witprobe.models.zoo import MODELS, LoadedModel
@@ -24,7 +28,8 @@ from witprobe.probe.recurrent import DecayHooks
 from witprobe.probe.selector import SelectorHooks
 from witprobe.probe.v4 import PageSelectorHooks
 
-RUN_SCHEMA = "witprobe-run/2"  # /2: reads record the magnitudes of the float64 error analysis
+RUN_SCHEMA = "witprobe-run/3"  # /2: reads record the magnitudes of the float64 error analysis;
+# /3: dense-KV reads record the attention-output meter, requests the per-step next-token readings
 
 DEFAULT_PROMPTS = (
     "What is the capital of France? Answer in one sentence.",
@@ -60,6 +65,40 @@ class MeasureConfig:
             raise ValueError(f"max_new_tokens must be an integer in [1, 4096], got {self.max_new_tokens!r}")
         if not self.prompts or not all(isinstance(p, str) and p.strip() for p in self.prompts):
             raise ValueError("prompts must be a nonempty list of nonempty strings")
+
+
+_OPNORM_CACHE: "weakref.WeakKeyDictionary[torch.Tensor, tuple[int, OpNormBound]]" = weakref.WeakKeyDictionary()
+
+
+def output_projections(model: Any, kinds: list[str]) -> dict[int, tuple[torch.Tensor, OpNormBound]]:
+    """The output projection ``o_proj.weight`` of every dense-KV layer and a sound upper bound on its
+    spectral norm (cached per weight tensor and version: the bound costs a few matrix products)."""
+    layers = getattr(getattr(model, "model", None), "layers", None)
+    out: dict[int, tuple[torch.Tensor, OpNormBound]] = {}
+    if layers is None:
+        return out
+    for i, kind in enumerate(kinds):
+        proj = getattr(getattr(layers[i], "self_attn", None), "o_proj", None)
+        if kind != "dense_kv" or proj is None or getattr(proj, "bias", None) is not None:
+            continue  # a bias cancels in W(y) - W(y_hat); kept out only to stay with the plain case
+        w = proj.weight.detach()
+        hit = _OPNORM_CACHE.get(proj.weight)
+        if hit is None or hit[0] != proj.weight._version:
+            hit = (proj.weight._version, spectral_norm_upper(w))
+            _OPNORM_CACHE[proj.weight] = hit
+        out[i] = (w, hit[1])
+    return out
+
+
+def projection_record(bound: OpNormBound) -> dict[str, Any]:
+    """The run.json record of an output projection's norm bound (a measured constant)."""
+    return {
+        "opnorm_upper": rounding.fraction_text(bound.upper),
+        "opnorm_upper_decimal": rounding.decimal_up(bound.upper, 6),
+        "frobenius_upper_decimal": rounding.decimal_up(bound.frobenius_upper, 6),
+        "method": f"gram repeated squaring x{bound.squarings}, float64 products with gamma_m error terms",
+        "shape": list(bound.shape),
+    }
 
 
 def head_dim_of(config: Any) -> int:
@@ -108,6 +147,9 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
     codec = make_codec(cfg.codec, cfg.bands)
     model.set_attn_implementation(ATTN_IMPLEMENTATION)
     observer = Observer(num_layers)
+    projections = output_projections(model, kinds)
+    for i, (weight, bound) in projections.items():
+        observer.set_output_projection(i, weight, math.nextafter(float(bound.upper), math.inf))
     hooks = SelectorHooks(observer)
     decay = DecayHooks(observer)
     pages = PageSelectorHooks(observer)
@@ -139,6 +181,7 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
             "host_write_calls": snap["host_write_calls"][i],
             "host_read_calls": snap["host_read_calls"][i],
             **({"channels": snap["channels"][i]} if i in snap["channels"] else {}),
+            **({"o_proj": projection_record(projections[i][1])} if i in projections else {}),
         }
         for i in range(num_layers)
     ]

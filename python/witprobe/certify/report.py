@@ -44,6 +44,7 @@ def print_table(cert: dict[str, Any], out: TextIO) -> None:
             file=out,
         )
     print("(* = vacuous: a TV bound >= 1 says nothing; bounds are rounded up)", file=out)
+    print_outputs(cert, out)
     print_recurrent(cert, out)
     print_pooling(cert, out)
     sel = {c["layer"]: c for c in cert["claims"] if c["kind"] == "selection"}
@@ -65,6 +66,31 @@ def print_table(cert: dict[str, Any], out: TextIO) -> None:
                 f"{_num(t['realized_tv_max'] if t else None):>8} {t['tier'] if t else '-':>9}",
                 file=out,
             )
+
+
+def print_outputs(cert: dict[str, Any], out: TextIO) -> None:
+    """Attention-output error per layer (values compressed or not), before and after ``W_o``."""
+    outs = {c["layer"]: c for c in cert["claims"] if c["kind"] == "attn_out"}
+    if not outs:
+        return
+    projs = {c["layer"]: c for c in cert["claims"] if c["kind"] == "attn_out_proj"}
+    head = (f"{'layer':>5} {'|y-y^| real':>11} {'bound':>9} {'TV term':>9} {'V term':>9} {'tight':>6} "
+            f"{'|Wo(.)| real':>12} {'bound':>9} {'tight':>6} {'|Wo|_2<=':>8} {'tier':>9}")
+    print("\nattention output ||y - y_hat|| per row, and after the output projection (empirical bounds):", file=out)
+    print(head, file=out)
+    print("-" * len(head), file=out)
+    for layer, c in sorted(outs.items()):
+        e, p = c["extra"], projs.get(layer)
+        pe = p["extra"] if p else {}
+        print(
+            f"{layer:>5} {_num(e['realized_err_max']):>11} {_bound(c['bound'], c['vacuous']):>9} "
+            f"{e['tv_term'][:9]:>9} {e['value_term'][:9]:>9} {_num(c['tightness'], '{:.1f}'):>6} "
+            f"{_num(p['extra']['realized_err_max'] if p else None):>12} "
+            f"{_bound(p['bound'], p['vacuous']) if p else '-':>9} {_num(p['tightness'] if p else None, '{:.1f}'):>6} "
+            f"{(pe.get('opnorm_upper') or '-')[:8]:>8} {c['tier']:>9}",
+            file=out,
+        )
+    print("(* = the layer's TV bound is vacuous: only the trivial TV <= 1 is used)", file=out)
 
 
 def print_recurrent(cert: dict[str, Any], out: TextIO) -> None:

@@ -91,6 +91,8 @@ class ReadRows:
     score_err: torch.Tensor | None = None  # max over visible keys of the served-score error bound
     score_abs_max: torch.Tensor | None = None  # max over visible keys of |s_served| (sink included)
     keys: torch.Tensor | None = None  # visible keys (float64 counts)
+    p_exact: torch.Tensor | None = None  # (B, H, Q, T) exact attention distribution (for the output meter)
+    p_served: torch.Tensor | None = None  # (B, H, Q, T) served attention distribution
 
 
 def score_error(q: torch.Tensor, k: torch.Tensor, scaling: float) -> torch.Tensor:
@@ -176,7 +178,92 @@ def read_rows_from_scores(
         score_err=err,
         score_abs_max=torch.where(visible, s_served.to(torch.float64).abs(), zero).amax(-1),
         keys=visible.sum(-1).to(torch.float64),
+        p_exact=p,
+        p_served=ps,
     )
+
+
+@dataclass(frozen=True)
+class OutputRows:
+    """Per-row attention-output error and its bound (dense KV), float64.
+
+    Per query row ``r`` of head ``h``: ``y = sum_t p_t v_t`` (exact keys and values), ``y_hat =
+    sum_t p'_t v'_t`` (served). Since ``sum_t (p_t - p'_t) = 0``, for the centre ``c = y_hat``::
+
+        y - y_hat = sum_t (p_t - p'_t)(v_t - c) + sum_t p'_t (v_t - v'_t)
+        ||y - y_hat|| <= 2 TV(p, p') max_t ||v_t - c|| + sum_t p'_t ||v_t - v'_t||
+                      <= 2 TV * spread + value_term,
+
+    with ``spread = max_t (||v'_t - y_hat|| + W^v_t)`` (``||v_t - c|| <= ||v'_t - c|| + ||v_t - v'_t||``)
+    and ``value_term = sum_t p'_t W^v_t``, both runtime-computable from served values and the value
+    witnesses ``W^v_t >= ||v_t - v'_t||``. After the output projection, for the row's heads
+    concatenated, ``||W_o (Y - Y_hat)|| <= sigma_up * sqrt(sum_h (2 TV_h spread_h + value_h)^2)
+    <= sigma_up * (2 TV spread_l2 + value_l2)`` (Minkowski) with ``spread_l2 = sqrt(sum_h spread_h^2)``,
+    ``value_l2 = sqrt(sum_h value_h^2)`` and ``sigma_up >= ||W_o||_2``.
+
+    Shapes: ``(B, H, Q)`` for the per-head fields, ``(B, Q)`` for the projected ones.
+    """
+
+    err: torch.Tensor
+    spread: torch.Tensor
+    value_term: torch.Tensor
+    bound: torch.Tensor  # 2 min(tv_bound_row, 1) spread + value_term
+    spread_l2: torch.Tensor
+    value_l2: torch.Tensor
+    proj_err: torch.Tensor | None = None
+    proj_bound: torch.Tensor | None = None
+
+
+def output_rows(
+    p: torch.Tensor, ps: torch.Tensor, visible: torch.Tensor, v_exact: torch.Tensor, v_served: torch.Tensor,
+    w_value: torch.Tensor, tv_bound: torch.Tensor, o_weight: torch.Tensor | None = None,
+    sigma_up: float | None = None,
+) -> OutputRows:
+    """Meter of the attention output (see :class:`OutputRows` for the math).
+
+    Parameters
+    ----------
+    p, ps:
+        ``(B, H, Q, T)`` exact and served attention distributions (0 on hidden keys).
+    visible:
+        ``(B, H, Q, T)`` keys each row sees.
+    v_exact, v_served:
+        ``(B, H, T, D)`` uncompressed and served values, already repeated per query head.
+    w_value:
+        ``(B, H, T)`` value witnesses ``W^v_t = sum_b ||Delta v_{t,b}||``.
+    tv_bound:
+        ``(B, H, Q)`` the row's TV bound (the tightest of the read forms; clipped at 1 here).
+    o_weight, sigma_up:
+        The output projection ``(hidden, H * D)`` and an upper bound on its spectral norm; both or
+        neither.
+    """
+    ve, vs = v_exact.to(torch.float64), v_served.to(torch.float64)
+    y = torch.matmul(p, ve)
+    y_hat = torch.matmul(ps, vs)
+    diff = y - y_hat
+    err = diff.norm(dim=-1)
+    # ||v'_t - y_hat||^2 = ||v'_t||^2 - 2 v'_t . y_hat + ||y_hat||^2, plus an allowance for its float64
+    # cancellation (a dot product of length D: gamma_{D+2} (||v'||^2 + ||y_hat||^2) covers every term)
+    vn2 = (vs * vs).sum(-1).unsqueeze(2)  # B,H,1,T
+    yn2 = (y_hat * y_hat).sum(-1, keepdim=True)  # B,H,Q,1
+    d2 = vn2 - 2 * torch.matmul(y_hat, vs.transpose(-1, -2)) + yn2
+    d2 = d2.clamp_min(0) + allowance(vs.shape[-1] + 2) * (vn2 + yn2)
+    wv = w_value.to(torch.float64).unsqueeze(2)  # B,H,1,T
+    reach = torch.where(visible, d2.sqrt() + wv, torch.zeros_like(d2))
+    spread = reach.amax(-1)
+    value_term = (ps * wv).sum(-1)
+    bound = 2 * tv_bound.clamp(max=1.0) * spread + value_term
+    spread_l2 = spread.pow(2).sum(1).sqrt()
+    value_l2 = value_term.pow(2).sum(1).sqrt()
+    proj_err = proj_bound = None
+    if (o_weight is None) != (sigma_up is None):
+        raise ValueError("output_rows: give both the output projection and its norm bound, or neither")
+    if o_weight is not None:
+        b, h, q, d = diff.shape
+        flat = diff.permute(0, 2, 1, 3).reshape(b, q, h * d)  # heads concatenated, as the model does
+        proj_err = torch.matmul(flat, o_weight.to(torch.float64).T).norm(dim=-1)
+        proj_bound = sigma_up * bound.pow(2).sum(1).sqrt()
+    return OutputRows(err, spread, value_term, bound, spread_l2, value_l2, proj_err, proj_bound)
 
 
 def band_norms(x: torch.Tensor, bands: int) -> torch.Tensor:

@@ -22,7 +22,8 @@ from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
 from witprobe.probe.accumulators import Accumulator
-from witprobe.probe.meters import ScoreComponent, WitnessBatch, read_rows_from_scores, witness_violations
+from witprobe.probe.meters import (ScoreComponent, WitnessBatch, output_rows, read_rows_from_scores,
+                                   witness_violations)
 from witprobe.probe.runtime import ProbeRuntime
 from witprobe.probe.witness_cache import WitnessCache, WitnessLayerMixin
 
@@ -101,7 +102,7 @@ def witprobe_attention(
     sinks = kwargs.get("s_aux")
     obs = _ACTIVE.get()
     if obs is not None:
-        obs.observe_read(module, query, key, attention_mask, scaling, indices=indices, sinks=sinks)
+        obs.observe_read(module, query, key, attention_mask, scaling, indices=indices, sinks=sinks, value=value)
     served_mask = attention_mask if indices is None else sparse_mask(attention_mask, indices, key.shape[2], query.dtype)
     return eager_attention(module, query, key, value, served_mask, scaling, dropout, sinks=sinks)
 
@@ -181,6 +182,12 @@ class Observer:
         self.host_write_calls = [0] * num_layers
         self.host_read_calls = [0] * num_layers
         self.channels: dict[int, dict] = {}  # per-channel decay sums of recurrent layers
+        self.projections: dict[int, tuple[torch.Tensor, float]] = {}  # layer -> (W_o, sigma_up)
+
+    def set_output_projection(self, layer_idx: int, weight: torch.Tensor, sigma_up: float) -> None:
+        """Meter the error after the output projection ``weight`` ``(hidden, H * D)`` of a layer,
+        with ``sigma_up >= ||weight||_2`` (:func:`witprobe.calculus.opnorm.spectral_norm_upper`)."""
+        self.projections[layer_idx] = (weight.detach(), sigma_up)
 
     def attach(self, cache: WitnessCache) -> WitnessCache:
         self.cache = cache
@@ -278,7 +285,7 @@ class Observer:
     # --- read -----------------------------------------------------------------------------------
     def observe_read(
         self, module: nn.Module, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None, scaling: float,
-        indices: torch.Tensor | None = None, sinks: torch.Tensor | None = None,
+        indices: torch.Tensor | None = None, sinks: torch.Tensor | None = None, value: torch.Tensor | None = None,
     ) -> None:
         if self.cache is None:
             raise ObserverError("observer has no witness cache attached")
@@ -305,6 +312,12 @@ class Observer:
             rows = read_rows_from_scores(inputs.s_exact, inputs.s_served, inputs.visible, inputs.components, scaling,
                                          inputs.score_err)
             self._fold_rows(acc, rows)
+            if value is not None and sinks is None and indices is None and hasattr(layer, "read_values"):
+                try:
+                    ve, vs, wv = layer.read_values(value, query.shape[1] // value.shape[1])
+                except ValueError as e:
+                    raise ObserverError(str(e)) from e
+                self._fold_output(acc, rows, inputs.visible, ve, vs, wv, self.projections.get(layer_idx))
             if inputs.width:
                 acc.fold("fp_width", torch.tensor([float(inputs.width)], dtype=torch.float64))
             for name, flags in inputs.counters.items():
@@ -332,6 +345,26 @@ class Observer:
         acc.fold("m_attn_omitted", m_attn)
         has = facts["m_sel"] > 1e-12
         acc.fold("rho", (m_attn / facts["m_sel"].clamp_min(1e-300))[has])
+
+    @staticmethod
+    def _fold_output(acc: Accumulator, rows, visible, ve, vs, wv, projection) -> None:
+        """Attention-output error and its bound per row (``out_*``), and after the projection (``out_proj_*``)."""
+        best = torch.minimum(torch.minimum(rows.plain_bound, rows.centred_bound), rows.eform_bound)
+        w, sigma = projection if projection is not None else (None, None)
+        out = output_rows(rows.p_exact, rows.p_served, visible, ve, vs, wv, best, w, sigma)
+        acc.fold("out_err", out.err)
+        acc.fold("out_spread", out.spread)
+        acc.fold("out_value_term", out.value_term)
+        acc.fold("out_row_bound", out.bound)
+        acc.count("rows_out_beaten", out.err > out.bound * (1 + BEATEN_REL_TOL) + BEATEN_ABS_TOL)
+        acc.fold("out_spread_l2", out.spread_l2)
+        acc.fold("out_value_l2", out.value_l2)
+        acc.count("out_rows", torch.ones_like(out.err, dtype=torch.bool))
+        if out.proj_err is not None:
+            acc.fold("out_proj_err", out.proj_err)
+            acc.fold("out_proj_row_bound", out.proj_bound)
+            acc.count("rows_out_proj_beaten",
+                      out.proj_err > out.proj_bound * (1 + BEATEN_REL_TOL) + BEATEN_ABS_TOL)
 
     @staticmethod
     def _fold_rows(acc: Accumulator, rows) -> None:

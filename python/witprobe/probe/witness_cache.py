@@ -151,6 +151,17 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
                           score_err=score_error(q, ks, scaling), width=q.shape[-1])
 
 
+    def read_values(self, value: torch.Tensor, groups: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Exact values, served values and value witnesses ``W^v_t``, per query head:
+        ``(B, H, T, D)``, ``(B, H, T, D)``, ``(B, H, T)`` (float64). ``value`` must be the served values."""
+        if self.values is None or value.shape != self.values.shape or value.data_ptr() != self.values.data_ptr():
+            raise ValueError(f"layer {self.layer_idx}: attention read values that are not the served values")
+        ve = self.exact_values.to(torch.float64).repeat_interleave(groups, dim=1)
+        vs = value.to(torch.float64).repeat_interleave(groups, dim=1)
+        w = self.value_band_norms.to(torch.float64).sum(-1).repeat_interleave(groups, dim=1)
+        return ve, vs, w
+
+
 class WitnessCache(DynamicCache):
     """A ``DynamicCache`` whose layers are witness layers, one per decoder layer."""
 
