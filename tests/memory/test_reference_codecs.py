@@ -320,8 +320,10 @@ def test_heavy_hitter_properties(t: int, heavy: int, recent: int, seed: int) -> 
 def test_registry_builds_every_codec_and_keeps_band_int() -> None:
     for name in CODECS:
         c = make_codec(name, bands=4)
-        x = torch.randn(3, 16)
-        assert c.encode_decode(x).shape == x.shape
+        x = torch.randn(3, 64)  # entries, or a 3-token sequence for a sequence codec
+        for role in ("key", "value"):
+            assert c.for_role(role).encode_decode(x).shape == x.shape, (name, role)
+        assert CODECS[name].summary
     assert make_codec("int8", bands=4) == BandIntCodec(bits=8, bands=4)
     assert make_codec("fp8-e4m3", bands=4).name == "fp8-e4m3"
     with pytest.raises(CodecError):

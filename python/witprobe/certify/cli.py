@@ -36,9 +36,15 @@ def _parser() -> argparse.ArgumentParser:
         description="Certify compressed attention memory on a model: measure, bound, and check with Lean.",
     )
     sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="measure a run and write run.json, obligations/ and certificate.json")
+    codec_lines = "\n".join(f"  {name:<12} {CODECS[name].summary}" for name in sorted(CODECS))
+    r = sub.add_parser("run", help="measure a run and write run.json, obligations/ and certificate.json",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog=f"built-in codecs (--codec; docs/CODECS.md):\n{codec_lines}\n\n"
+                              "exit codes: 0 pass and close end to end; 1 fail; 2 usage; 3 kernel required but "
+                              "missing; 4 internal; 5 pass but diverged end to end")
     r.add_argument("--model", default=DEFAULT_MODEL, choices=sorted(MODELS), help="model configuration (default: %(default)s)")
-    r.add_argument("--codec", default="int8", choices=sorted(CODECS), help="reference codec for K/V (default: %(default)s)")
+    r.add_argument("--codec", default="int8", choices=sorted(CODECS), metavar="CODEC",
+                   help="codec for K/V, one of the built-in codecs listed below (default: %(default)s)")
     r.add_argument("--bands", type=int, default=4, help="bands per entry for the codec and witness (default: %(default)s)")
     r.add_argument("--max-new-tokens", type=int, default=24, help="greedy tokens per prompt (default: %(default)s)")
     r.add_argument("--prompt", action="append", default=None, help="a prompt (repeatable; default: %d built-in prompts)" % len(DEFAULT_PROMPTS))

@@ -20,7 +20,7 @@ from witprobe import __version__
 from witprobe.calculus import rounding
 from witprobe.calculus.opnorm import OpNormBound, spectral_norm_upper
 from witprobe.certify.progress import Progress, TokenProgress
-from witprobe.memory.codecs import Codec, make_codec
+from witprobe.memory.codecs import SEQUENCE, Codec, CodecError, make_codec
 from witprobe.models.zoo import MODELS, LoadedModel
 from witprobe.probe.layouts import layer_kinds, text_config, witness_cache_for
 from witprobe.probe.observer import ATTN_IMPLEMENTATION, Observer
@@ -109,10 +109,19 @@ def check_compatible(cfg: MeasureConfig, loaded: LoadedModel) -> None:
     """Raise ``ValueError`` naming the problem if the codec cannot apply to this model's entries."""
     mc = text_config(loaded.model.config)
     kinds = set(layer_kinds(mc))
+    codec = make_codec(cfg.codec, cfg.bands)
+    if codec.scope == SEQUENCE and kinds != {"dense_kv"}:
+        raise ValueError(f"codec {cfg.codec} is sequence-level and applies to dense KV layers only; "
+                         f"{cfg.model} has {', '.join(sorted(kinds - {'dense_kv'}))} layers")
     if "dense_kv" in kinds:
         d = head_dim_of(mc)
         if d % cfg.bands:
             raise ValueError(f"--bands {cfg.bands} does not divide the head dimension {d} of {cfg.model}")
+        for role in ("key", "value"):
+            try:
+                codec.for_role(role).check_dim(d)
+            except CodecError as e:
+                raise ValueError(f"codec {cfg.codec} cannot code the {role}s of {cfg.model}: {e}") from None
 
 
 def environment() -> dict[str, str]:

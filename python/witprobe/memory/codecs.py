@@ -24,8 +24,10 @@ entry:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -34,9 +36,31 @@ class CodecError(ValueError):
     """A codec was configured or applied wrongly (the message names what)."""
 
 
+ENTRY, SEQUENCE = "entry", "sequence"
+
+
 @dataclass(frozen=True)
 class Codec:
-    """Base class. Subclasses implement :meth:`encode_decode`."""
+    """The codec interface (docs/CODECS.md): a frozen dataclass with one verb, :meth:`encode_decode`.
+
+    ``encode_decode(x)`` returns what the cache serves in place of ``x`` (the quantize-dequantize
+    round trip, same shape and dtype); the witness cache computes the residual
+    ``Delta = x - encode_decode(x)`` and its band witness from both sides, so a codec never states
+    its own error. :attr:`scope` says what ``x`` is:
+
+    - ``"entry"``: entries ``(..., D)``, each reconstructed independently; the cache calls it on
+      every write, with the new entries only;
+    - ``"sequence"``: the whole sequence ``(..., T, D)`` written so far (tokens on dim -2); the
+      served state may depend on the position and on the other tokens (KIVI's grouped blocks and
+      full-precision window), so the cache calls it on the whole exact sequence after each write,
+      re-witnesses every entry whose served form changed, and serves the result.
+
+    :meth:`for_role` returns the codec applied to ``"key"`` or ``"value"`` entries (KIVI
+    quantizes keys per channel and values per token); :meth:`check_dim` refuses an entry width
+    the codec cannot take.
+    """
+
+    scope: ClassVar[str] = ENTRY
 
     @property
     def name(self) -> str:  # pragma: no cover - overridden
@@ -45,6 +69,15 @@ class Codec:
     def encode_decode(self, x: torch.Tensor) -> torch.Tensor:
         """Return the served reconstruction of ``x`` (same shape and dtype)."""
         raise NotImplementedError
+
+    def for_role(self, role: str) -> "Codec":
+        """The codec for ``role`` (``"key"`` or ``"value"``); the same codec unless overridden."""
+        if role not in ("key", "value"):
+            raise CodecError(f"{self.name}: role must be 'key' or 'value', got {role!r}")
+        return self
+
+    def check_dim(self, d: int) -> None:
+        """Raise :class:`CodecError` naming the problem if entries of width ``d`` cannot be coded."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +114,10 @@ class BandIntCodec(Codec):
     @property
     def qmax(self) -> int:
         return (1 << (self.bits - 1)) - 1
+
+    def check_dim(self, d: int) -> None:
+        if d % self.bands:
+            raise CodecError(f"{self.name}: {self.bands} bands do not divide the entry dimension {d}")
 
     def encode_decode(self, x: torch.Tensor) -> torch.Tensor:
         d = x.shape[-1]
@@ -184,6 +221,8 @@ class KIVICodec(GridCodec):
     group_size: int | None = 32
     residual: int = 128
 
+    scope: ClassVar[str] = SEQUENCE
+
     def __post_init__(self) -> None:
         if self.role not in ("key", "value"):
             raise CodecError(f"kivi codec: role must be 'key' or 'value', got {self.role!r}")
@@ -204,6 +243,10 @@ class KIVICodec(GridCodec):
     @property
     def name(self) -> str:
         return f"kivi{self.bits}-{self.role}"
+
+    def check_dim(self, d: int) -> None:
+        if self.role == "value" and self.group_size is not None and d % self.group_size:
+            raise CodecError(f"{self.name}: group_size {self.group_size} does not divide the entry dimension {d}")
 
     def quantized_tokens(self, seq_len: int) -> int:
         """How many of the first tokens are stored quantized after ``seq_len`` writes."""
@@ -521,28 +564,163 @@ class HeavyHitterPolicy(EvictionPolicy):
         return torch.sort(torch.cat([order, recent], dim=-1), dim=-1).values
 
 
-def _band_int(bits: int) -> Callable[[int], Codec]:
-    return lambda bands: BandIntCodec(bits=bits, bands=bands)
+@dataclass(frozen=True)
+class KIVIKVCodec(Codec):
+    """KIVI for a KV cache (the ``kivi*`` codecs of the command line): per-channel keys, per-token
+    values, a full-precision residual window; :meth:`for_role` gives the :class:`KIVICodec` of
+    each role with the same ``bits``, ``group_size`` (tokens per key block and channels per value
+    group) and ``residual`` (tokens)."""
+
+    bits: int = 2
+    group_size: int = 32
+    residual: int = 128
+
+    scope: ClassVar[str] = SEQUENCE
+
+    def __post_init__(self) -> None:
+        self.for_role("key"), self.for_role("value")  # validates the parameters
+
+    @property
+    def name(self) -> str:
+        return f"kivi{self.bits}-g{self.group_size}-r{self.residual}"
+
+    def for_role(self, role: str) -> Codec:
+        if role not in ("key", "value"):
+            raise CodecError(f"{self.name}: role must be 'key' or 'value', got {role!r}")
+        return KIVICodec(role=role, bits=self.bits, group_size=self.group_size, residual=self.residual)
+
+    def check_dim(self, d: int) -> None:
+        self.for_role("key").check_dim(d)
+        self.for_role("value").check_dim(d)
+
+    def encode_decode(self, x: torch.Tensor) -> torch.Tensor:
+        raise CodecError(f"{self.name}: keys and values are coded differently; use for_role('key' or 'value')")
 
 
-CODECS: dict[str, Callable[[int], Codec]] = {
-    "int8": _band_int(8),
-    "int6": _band_int(6),
-    "int4": _band_int(4),
-    "int2": _band_int(2),
-    "fp8-e4m3": lambda bands: FP8E4M3Codec(),
-    "mant13": lambda bands: MantissaMaskCodec(drop_bits=13),
-    "mant16": lambda bands: MantissaMaskCodec(drop_bits=16),
-}
-"""Per-entry codecs by name (each factory takes the band count; only band codecs use it).
-``mant16`` truncates float32 to bfloat16 precision, ``mant13`` to float16 precision (without
-float16's range limits)."""
+@dataclass(frozen=True)
+class PackedCodec(GridCodec):
+    """Packed int4/int6 entries with a block-Hadamard rotation (:mod:`witprobe.memory.packed`):
+    rotate each block of ``block`` channels with the orthonormal Sylvester Hadamard matrix,
+    quantize symmetrically per group of ``group`` rotated channels with a float32 scale, bit-pack,
+    and serve the unpacked, inverse-rotated reconstruction cast to ``x.dtype``. Per entry of width
+    ``D``: ``D * bits / 8`` code bytes plus ``4 D / group`` scale bytes."""
+
+    bits: int = 4
+    block: int = 64
+    group: int = 32
+
+    def __post_init__(self) -> None:
+        from witprobe.memory.packed import PackedFormat, PackedFormatError
+
+        try:
+            PackedFormat(self.bits, self.block, self.group)
+        except PackedFormatError as e:
+            raise CodecError(str(e)) from None
+
+    @property
+    def name(self) -> str:
+        return f"packed-int{self.bits}-h{self.block}-g{self.group}"
+
+    def _fmt(self):
+        from witprobe.memory.packed import PackedFormat
+
+        return PackedFormat(self.bits, self.block, self.group)
+
+    def check_dim(self, d: int) -> None:
+        from witprobe.memory.packed import PackedFormatError
+
+        try:
+            self._fmt().check_dim(d)
+        except PackedFormatError as e:
+            raise CodecError(str(e)) from None
+
+    def encode_decode(self, x: torch.Tensor) -> torch.Tensor:
+        from witprobe.memory.packed import pack, unpack
+
+        self.check_dim(x.shape[-1])
+        fmt = self._fmt()
+        return unpack(pack(x, fmt), fmt).to(x.dtype)
+
+    def error_bound(self, x: torch.Tensor) -> torch.Tensor:
+        """Per-element bound: the rotated-domain error is at most ``scale / 2`` per channel, so its
+        norm per block is at most ``sqrt(block) * max scale / 2``; the inverse rotation is
+        orthonormal and each output channel is bounded by that block norm (plus float slack)."""
+        from witprobe.memory.packed import hadamard_rotate, quantize_groups
+
+        self.check_dim(x.shape[-1])
+        fmt = self._fmt()
+        y = hadamard_rotate(x, fmt.block)
+        _, scales = quantize_groups(y, fmt)
+        per = scales.to(torch.float64).repeat_interleave(fmt.group, dim=-1) / 2  # (..., D) rotated-domain
+        blk = per.reshape(*per.shape[:-1], -1, fmt.block).pow(2).sum(-1).sqrt()  # l2 per block
+        bound = blk.repeat_interleave(fmt.block, dim=-1)
+        return bound + _slack(x.to(torch.float64).abs() + bound, x.dtype)
+
+
+_NAME = re.compile(r"^[a-z][a-z0-9.-]*$")
+
+
+@dataclass(frozen=True)
+class CodecEntry:
+    """A registered codec: its command-line ``name``, a factory of the codec from the band count,
+    and a one-line ``summary`` for ``certify run --help``. Calling the entry builds the codec."""
+
+    name: str
+    factory: Callable[[int], Codec]
+    summary: str
+
+    def __call__(self, bands: int) -> Codec:
+        return self.factory(bands)
+
+
+CODECS: dict[str, CodecEntry] = {}
+"""Registered codecs by command-line name (see :func:`register_codec`)."""
+
+
+def register_codec(name: str, factory: Callable[[int], Codec], summary: str) -> CodecEntry:
+    """Register a codec under ``name`` (lowercase, digits, ``.`` and ``-``); a name is registered once.
+
+    ``factory(bands)`` builds the codec (only band codecs use the band count). Example::
+
+        register_codec("int3", lambda bands: BandIntCodec(bits=3, bands=bands), "3-bit per-band integers")
+    """
+    if not _NAME.match(name):
+        raise CodecError(f"codec name {name!r} must be lowercase letters, digits, '.' or '-'")
+    if name in CODECS:
+        raise CodecError(f"codec {name!r} is already registered")
+    if not callable(factory) or not summary.strip():
+        raise CodecError(f"codec {name!r}: a factory and a one-line summary are required")
+    entry = CodecEntry(name, factory, summary.strip())
+    CODECS[name] = entry
+    return entry
+
+
+for _bits in (8, 6, 4, 2):
+    register_codec(f"int{_bits}", (lambda b: lambda bands: BandIntCodec(bits=b, bands=bands))(_bits),
+                   f"symmetric {_bits}-bit integers, one scale per entry and band")
+register_codec("fp8-e4m3", lambda bands: FP8E4M3Codec(),
+               "OCP FP8 E4M3 (e4m3fn, saturating at +-448), per-tensor scale 1 (vLLM/SGLang fp8_e4m3 default)")
+register_codec("mant13", lambda bands: MantissaMaskCodec(drop_bits=13),
+               "float32 truncated to float16 precision (13 low mantissa bits cleared)")
+register_codec("mant16", lambda bands: MantissaMaskCodec(drop_bits=16),
+               "float32 truncated to bfloat16 precision (16 low mantissa bits cleared)")
+register_codec("packed-int4", lambda bands: PackedCodec(bits=4, block=64, group=32),
+               "packed int4, block-Hadamard rotation over 64 channels, float32 scale per 32 rotated channels")
+register_codec("packed-int6", lambda bands: PackedCodec(bits=6, block=64, group=32),
+               "packed int6, block-Hadamard rotation over 64 channels, float32 scale per 32 rotated channels")
+for _bits in (2, 4):
+    register_codec(f"kivi{_bits}", (lambda b: lambda bands: KIVIKVCodec(bits=b, group_size=32, residual=128))(_bits),
+                   f"KIVI {_bits}-bit: keys per channel in 32-token blocks, values per token in 32-channel "
+                   "groups, last 128 tokens full precision (paper defaults)")
+register_codec("kivi2-r32", lambda bands: KIVIKVCodec(bits=2, group_size=32, residual=32),
+               "KIVI 2-bit with a 32-token full-precision window (quantizes more of a short prompt)")
+del _bits
 
 
 def make_codec(name: str, bands: int) -> Codec:
     """Build a registered codec by name, e.g. ``make_codec("int8", bands=4)``."""
     try:
-        factory = CODECS[name]
+        entry = CODECS[name]
     except KeyError:
         raise CodecError(f"unknown codec {name!r}; available: {', '.join(sorted(CODECS))}") from None
-    return factory(bands)
+    return entry(bands)

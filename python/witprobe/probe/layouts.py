@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from witprobe.memory.codecs import Codec
+from witprobe.memory.codecs import SEQUENCE, Codec
 from witprobe.probe.latent import WitnessLatentLayer
 from witprobe.probe.recurrent import WitnessRecurrentLayer
 from witprobe.probe.selector import WitnessIndexedLatentLayer
@@ -69,7 +69,12 @@ def witness_cache_for(config: Any, codec: Codec, bands: int, compress_values: bo
     """
     cfg = text_config(config)
     layers = []
-    for i, kind in enumerate(layer_kinds(cfg)):
+    kinds = layer_kinds(cfg)
+    other = sorted({k for k in kinds if k != "dense_kv"})
+    if codec.scope == SEQUENCE and other:
+        raise LayoutError(f"codec {codec.name} is sequence-level; it applies to dense KV layers only, "
+                          f"not to {', '.join(other)}")
+    for i, kind in enumerate(kinds):
         if kind.startswith("v4_"):
             from witprobe.probe.v4 import WitnessV4CSALayer, WitnessV4HCALayer, WitnessV4SlidingLayer
 
@@ -81,7 +86,8 @@ def witness_cache_for(config: Any, codec: Codec, bands: int, compress_values: bo
             layers.append(layer)
             continue
         if kind == "dense_kv":
-            layers.append(WitnessKVLayer(i, codec, codec if compress_values else None, bands, recorder))
+            layers.append(WitnessKVLayer(i, codec.for_role("key"), codec.for_role("value") if compress_values else None,
+                                         bands, recorder))
         elif kind == "recurrent":
             layers.append(WitnessRecurrentLayer(i, codec, bands, recorder))
         elif kind == "latent":

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
-from witprobe.memory.codecs import Codec
+from witprobe.memory.codecs import SEQUENCE, Codec
 from witprobe.probe.meters import ScoreComponent, WitnessBatch, band_norms, band_witness, score_error, visibility
 
 
@@ -114,6 +114,8 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
+        if SEQUENCE in (self.key_codec.scope, getattr(self.value_codec, "scope", None)):
+            return self._update_sequence(key_states, value_states)
         k_hat = self.key_codec.encode_decode(key_states)
         v_hat = value_states if self.value_codec is None else self.value_codec.encode_decode(value_states)
         wk = band_witness(key_states, k_hat, self.bands)
@@ -130,6 +132,45 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
         self._append("exact_values", value_states)
         self._append("key_band_norms", wk.band_norms)
         self._append("value_band_norms", wv.band_norms)
+        return self.keys, self.values
+
+    def _serve(self, codec: Codec | None, exact: torch.Tensor, old_served: torch.Tensor | None, tensor: str
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Served sequence and band norms of every entry after a write; records the witness of each
+        entry whose served form is new or changed (a sequence codec may re-quantize old entries)."""
+        if codec is None:
+            served = exact
+        elif codec.scope == SEQUENCE:
+            served = codec.encode_decode(exact)
+        else:  # an entry codec beside a sequence codec: only the new entries are coded
+            n_old = 0 if old_served is None else old_served.shape[-2]
+            new = codec.encode_decode(exact[..., n_old:, :])
+            served = new if old_served is None else torch.cat([old_served, new], dim=-2)
+        if served.shape != exact.shape:
+            raise ValueError(f"layer {self.layer_idx}: codec {getattr(codec, 'name', '?')} changed the shape of the {tensor}s")
+        w = band_witness(exact, served, self.bands)
+        n_old = 0 if old_served is None else old_served.shape[-2]
+        changed = torch.zeros(exact.shape[-2], dtype=torch.bool, device=exact.device)
+        changed[n_old:] = True
+        if n_old:
+            changed[:n_old] = (served[..., :n_old, :] != old_served).flatten(0, -3).any(0).any(-1)
+        idx = changed.nonzero().squeeze(-1)
+        part = WitnessBatch(w.band_norms.index_select(-2, idx), w.witness.index_select(-1, idx),
+                            w.residual.index_select(-1, idx), w.x_norm.index_select(-1, idx))
+        self.recorder.record_write(self.layer_idx, tensor, part, self.bands)
+        observe = getattr(self.recorder, "observe_entries", None)
+        if observe is not None:
+            observe(self.layer_idx, tensor, served.index_select(-2, idx))
+        return served, w.band_norms
+
+    def _update_sequence(self, key_states: torch.Tensor, value_states: torch.Tensor):
+        """A write through a sequence codec: the served state is recomputed from every exact entry."""
+        self._append("exact_keys", key_states)
+        self._append("exact_values", value_states)
+        old_k = self.keys if self.keys is not None and self.keys.numel() else None
+        old_v = self.values if self.values is not None and self.values.numel() else None
+        self.keys, self.key_band_norms = self._serve(self.key_codec, self.exact_keys, old_k, "key")
+        self.values, self.value_band_norms = self._serve(self.value_codec, self.exact_values, old_v, "value")
         return self.keys, self.values
 
     def crop(self, tokens_to_remove: int) -> None:
