@@ -67,7 +67,9 @@ class MeasureConfig:
             raise ValueError("prompts must be a nonempty list of nonempty strings")
 
 
-_OPNORM_CACHE: "weakref.WeakKeyDictionary[torch.Tensor, tuple[int, OpNormBound]]" = weakref.WeakKeyDictionary()
+# id(weight) -> (weak reference to the weight, its version, bound); tensors cannot be dict keys by
+# value (their == is elementwise), so the entry is valid only while the reference still is the weight
+_OPNORM_CACHE: dict[int, tuple[Any, int, OpNormBound]] = {}
 
 
 def output_projections(model: Any, kinds: list[str]) -> dict[int, tuple[torch.Tensor, OpNormBound]]:
@@ -82,11 +84,11 @@ def output_projections(model: Any, kinds: list[str]) -> dict[int, tuple[torch.Te
         if kind != "dense_kv" or proj is None or getattr(proj, "bias", None) is not None:
             continue  # a bias cancels in W(y) - W(y_hat); kept out only to stay with the plain case
         w = proj.weight.detach()
-        hit = _OPNORM_CACHE.get(proj.weight)
-        if hit is None or hit[0] != proj.weight._version:
-            hit = (proj.weight._version, spectral_norm_upper(w))
-            _OPNORM_CACHE[proj.weight] = hit
-        out[i] = (w, hit[1])
+        hit = _OPNORM_CACHE.get(id(proj.weight))
+        if hit is None or hit[0]() is not proj.weight or hit[1] != proj.weight._version:
+            hit = (weakref.ref(proj.weight), proj.weight._version, spectral_norm_upper(w))
+            _OPNORM_CACHE[id(proj.weight)] = hit
+        out[i] = (w, hit[2])
     return out
 
 
