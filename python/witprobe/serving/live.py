@@ -109,7 +109,8 @@ def start_server(out: Path, extra: list[str], start_timeout: float) -> tuple[sub
     log = open(out / "server.log", "ab")
     env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2])] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    proc = subprocess.Popen([sys.executable, "-m", "witprobe.serving.server", "--out", str(out), "--ready-file", str(ready), *extra],
+    proc = subprocess.Popen([sys.executable, "-m", "witprobe.serving.server", "--out", str(out), "--ready-file", str(ready),
+                             "--parent-pid", str(os.getpid()), *extra],
                             stdout=log, stderr=subprocess.STDOUT, env=env)
     log.close()
     t_end = time.monotonic() + start_timeout

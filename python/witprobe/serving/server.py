@@ -118,7 +118,9 @@ class Engine:
         return self._waiters[rid][1][0]
 
     def warmup(self, prompt: str, prefix: str) -> None:
-        self.generate(f"{prefix}0", self.encode(prompt), 1)
+        """One warmup request (the warmup account). Two new tokens: a request that finishes in its first
+        forward registers no prefix blocks, so nothing of it could be shared."""
+        self.generate(f"{prefix}0", self.encode(prompt), 2)
 
     def shutdown(self) -> None:
         self.manager.stop(block=True, timeout=60)
@@ -231,7 +233,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-batch-tokens", type=int, default=EngineConfig.max_batch_tokens)
     p.add_argument("--max-new-tokens", type=int, default=EngineConfig.max_new_tokens)
     p.add_argument("--synchronous", choices=("NORMAL", "FULL"), default="NORMAL")
+    p.add_argument("--parent-pid", type=int, default=None, help="shut down cleanly when this process is gone")
     return p
+
+
+def _watch_parent(pid: int, httpd: ThreadingHTTPServer) -> None:
+    """A driver that died (or was killed) leaves no orphan server behind."""
+    while True:
+        time.sleep(0.5)
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            httpd.shutdown()
+            return
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -247,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     httpd = ThreadingHTTPServer((LOOPBACK, a.port), Handler)
     httpd.daemon_threads = True
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=httpd.shutdown, daemon=True).start())
+    if a.parent_pid is not None:
+        threading.Thread(target=_watch_parent, args=(a.parent_pid, httpd), daemon=True).start()
     tmp = a.ready_file.with_suffix(".tmp")
     tmp.write_text(json.dumps({"port": httpd.server_address[1], "pid": os.getpid()}))
     tmp.replace(a.ready_file)
