@@ -1,9 +1,9 @@
-"""Command line: ``python -m witprobe.ledger {simulate,gate,verify,replay,record,reads}``.
+"""Command line: ``python -m witprobe.ledger {simulate,gate,verify,replay,record,reads,live}``.
 
 Exit codes:
 
 ====  ==========================================================================================
-0     pass (simulate/gate: every criterion holds; verify: the journal is valid; replay: done)
+0     pass (simulate/gate/live: every criterion holds; verify: the journal is valid; replay: done)
 1     fail (a gate criterion failed; the journal has a bad record, named on stdout)
 2     usage error (bad option, missing input, existing output without --force)
 4     internal error
@@ -83,6 +83,9 @@ def _parser() -> argparse.ArgumentParser:
     e = sub.add_parser("reads", help="expand a recorded trace's witnesses to an entry-read Parquet trace")
     e.add_argument("--trace", type=Path, default=DEFAULT_FIXTURE)
     e.add_argument("--out", type=Path, required=True)
+    from witprobe.serving.live import add_parser as add_live
+
+    add_live(sub)
     return p
 
 
@@ -224,10 +227,16 @@ def _cmd_reads(a: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_live(a: argparse.Namespace) -> int:
+    from witprobe.serving.live import run
+
+    return run(a)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     handler = {"simulate": _cmd_simulate, "gate": _cmd_gate, "verify": _cmd_verify, "replay": _cmd_replay,
-               "record": _cmd_record, "reads": _cmd_reads}[args.command]
+               "record": _cmd_record, "reads": _cmd_reads, "live": _cmd_live}[args.command]
     try:
         return handler(args)
     except KeyboardInterrupt:
