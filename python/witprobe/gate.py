@@ -27,11 +27,12 @@ magnitude
     ``magnitude_out_of_range``  readings of uninitialized memory beyond a valid range: a magnitude
                                 above the limit (1e6), a norm below 0, a bounded reading outside
                                 [0, 1], a negative count;
-soundness
+soundness (the counters and their classes are the table of :mod:`witprobe.self_checks`)
     ``witness_violation``       a ``viol_*`` self-check counter is nonzero (or absent: fail closed);
     ``flip_in_certified_region`` a ``flip_in_cert*`` counter is nonzero.
 
-Exit code: 0 every snapshot passes, 1 any fails, 2 no input. Standard library only.
+Exit code: 0 every snapshot passes, 1 any fails, 2 no input. Standard library only (with
+:mod:`witprobe.self_checks`, itself standard library only).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from witprobe.self_checks import WITNESS_VIOLATION, failure_class
 
 PROBE_SCHEMA = "witprobe-probe/1"
 GATE_SCHEMA = "witprobe-gate/1"
@@ -130,6 +133,11 @@ class _Findings:
         self.items.append(Finding(failure, where, message))
 
 
+def _has_witness_checks(counters: dict[str, Any]) -> bool:
+    """A slot must carry the band meter's witness self-checks (``viol_*``, :mod:`witprobe.self_checks`)."""
+    return any(failure_class(k) == WITNESS_VIOLATION for k in counters)
+
+
 def _slots(snap: dict[str, Any]) -> dict[str, dict[str, Any]]:
     slots = snap.get("slots")
     return slots if isinstance(slots, dict) else {}
@@ -171,7 +179,7 @@ def check_coverage(snap: Any, exp: Expectations) -> list[Finding]:
             if not isinstance(st, dict) or not _is_count(st.get("calls")) or not _is_count(st.get("n")):
                 f.add("counter_missing", f"{key}.stats.{sk}", "calls or n is null or missing")
         counters = s.get("counters")
-        if not isinstance(counters, dict) or not any(k.startswith("viol_") for k in counters):
+        if not isinstance(counters, dict) or not _has_witness_checks(counters):
             f.add("counter_missing", f"{key}.counters", "no viol_* self-check counters")
         else:
             for ck, c in counters.items():
@@ -306,11 +314,11 @@ def check_soundness(snap: Any, exp: Expectations) -> list[Finding]:
         if not isinstance(s, dict):
             continue
         counters = s.get("counters")
-        if not isinstance(counters, dict) or not any("viol_" in k for k in counters):
+        if not isinstance(counters, dict) or not _has_witness_checks(counters):
             f.add("witness_violation", key, "no viol_* self-check counters (fail closed)")
             continue
         for ck, c in sorted(counters.items()):
-            failure = "flip_in_certified_region" if "flip_in_cert" in ck else "witness_violation" if "viol_" in ck else None
+            failure = failure_class(ck)
             if failure is None:
                 continue
             if not _is_count(c):

@@ -27,12 +27,13 @@ from typing import Any
 
 from witprobe.calculus import rounding
 from witprobe.calculus.tiers import Tier
-from witprobe.certify.derive import Claim, Derivation, self_check_meaning
+from witprobe.certify.derive import Claim, Derivation
 from witprobe.certify.kernels import KernelOutcomes
 from witprobe.formal import coq_runner
 from witprobe.formal.claim_theorems import ClaimTheorem
 from witprobe.formal.lean_runner import KERNEL_CHECKED, UNCHECKED, ObligationStatus
 from witprobe.formal.render_coq import COQ_FILE, qualified
+from witprobe.self_checks import meaning as self_check_meaning
 
 CERT_SCHEMA = "witprobe-certificate/2"
 OBLIGATIONS_FILE = "obligations/run.lean"

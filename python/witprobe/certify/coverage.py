@@ -13,6 +13,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from witprobe.self_checks import is_self_check
+
 CLASS_OF_KIND = {
     "dense_kv": ("plain_kv",),
     "latent": ("latent_kv",),
@@ -29,12 +31,11 @@ MAIN_TENSOR = {"plain_kv", "latent_kv"}
 
 
 def _layer_clean(layer: dict[str, Any]) -> bool:
+    """Every self-check counter of the layer (:mod:`witprobe.self_checks`) recorded and 0."""
     for block in (layer.get("write", {}), layer.get("read", {})):
         for k, v in block.items():
-            if isinstance(v, int) and ("viol_" in k or k.endswith("_beaten") or "mismatch" in k
-                                       or "flip_in" in k or k.endswith("_beaten_on_certified")):
-                if v:
-                    return False
+            if is_self_check(k) and v != 0:
+                return False
     return True
 
 

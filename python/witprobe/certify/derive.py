@@ -25,26 +25,10 @@ from witprobe.calculus.registry import DEFAULT_REGISTRY, TierRegistry
 from witprobe.calculus.tiers import Tier, meet
 from witprobe.formal.claim_theorems import ClaimTheorem, claim_theorem
 from witprobe.formal.obligations import ChainObligation, reference_check
+from witprobe.self_checks import is_self_check, record_of, write_counters
 
 ATTN_TV = Metric("attn_dist", "tv", "read")
 
-WRITE_SELF_CHECKS = {
-    "viol_witness_below_residual": "witness W below the true residual ||Delta|| (triangle inequality broken)",
-    "viol_witness_above_sqrt_bands": "witness W above sqrt(bands)*||Delta|| (Cauchy-Schwarz broken)",
-}
-READ_SELF_CHECKS = {
-    "rows_plain_beaten": "rows whose plain bound is below the realized TV",
-    "rows_centred_beaten": "rows whose centred bound is below the realized TV",
-    "rows_eform_beaten": "rows whose e-form bound is below the realized TV",
-    "latent_recon_mismatch": "key rows where W_UK c does not reproduce the key the model expanded",
-    "indexer_recon_mismatch": "indexer rows whose recomputed top-k differs from the model's selection",
-    "sel_flip_in_witness_cert": "rows whose selection changed although the witness certified it unchanged",
-    "sel_mass_bound_beaten": "rows whose realized swapped selector mass exceeds its witness bound",
-    "rows_total_beaten_on_certified": "certified-selection rows whose end-to-end TV beats the storage bound",
-    "v4_key_mismatch": "query rows whose read keys differ from cat(served window, served entries)",
-    "entry_pool_viol": "pooled windows whose largest gate weight is below 1/B",
-    "index_entry_pool_viol": "indexer pooled windows whose largest gate weight is below 1/B",
-}
 # counters every layer of a memory class must carry (a missing one fails closed)
 _ROWS = ("rows_plain_beaten", "rows_centred_beaten", "rows_eform_beaten")
 _SELECTION = ("indexer_recon_mismatch", "sel_flip_in_witness_cert", "sel_mass_bound_beaten",
@@ -64,18 +48,6 @@ WRITE_TENSORS = {"dense_kv": ("key", "value"), "latent": ("latent", "rope"),
 SPEC_OF = {"dense_kv": DENSE_KV, "latent": LATENT, "latent_indexed": LATENT, "recurrent": None,
            "v4_sliding": DENSE_KV, "v4_hca": DENSE_KV, "v4_csa": DENSE_KV}
 STATE_CONTRACTION = Metric("state", "contraction", "read")
-
-
-def self_check_meaning(name: str) -> str:
-    """Human text of a self-check counter name (``<tensor>_viol_...`` or a read counter)."""
-    if name in READ_SELF_CHECKS:
-        return READ_SELF_CHECKS[name]
-    if name.startswith("sel_eta") and "_flip_in_cert_r" in name:
-        return f"{name}: flips of the deterministic perturbation inside the eta-certified region"
-    for suffix, text in WRITE_SELF_CHECKS.items():
-        if name.endswith("_" + suffix):
-            return f"{name[: -len(suffix) - 1]}: {text}"
-    return name
 
 
 class DeriveError(ValueError):
@@ -235,24 +207,16 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
             raise DeriveError(f"{where}: memory_class {mclass!r} is not one of {sorted(SPEC_OF)}")
         spec = SPEC_OF[mclass]
         rows = _counter(read, "rows", where) if mclass != "recurrent" else _counter(read, "state_writes", where)
-        for tensor in WRITE_TENSORS[mclass]:
-            for suffix in WRITE_SELF_CHECKS:
-                name = f"{tensor}_{suffix}"
-                if name not in write and rows:
-                    failures.append(f"layer {idx}: self-check counter {name} is missing (fail closed)")
-                checks[name] = checks.get(name, 0) + _counter(write, name, where)
-        for name in REQUIRED_READ_COUNTERS[mclass]:
-            if name.endswith("_pool_viol"):
-                if name not in write and rows:
-                    failures.append(f"layer {idx}: self-check counter {name} is missing (fail closed)")
-                checks[name] = checks.get(name, 0) + _counter(write, name, where)
-                continue
-            if name not in read and rows:
+        required = [n for t in WRITE_TENSORS[mclass] for n in write_counters(t)] + list(REQUIRED_READ_COUNTERS[mclass])
+        for name in required:
+            block = write if record_of(name) == "write" else read
+            if name not in block and rows:
                 failures.append(f"layer {idx}: self-check counter {name} is missing (fail closed)")
-            checks[name] = checks.get(name, 0) + _counter(read, name, where)
-        for name in sorted(read):
-            if name.startswith("sel_eta") and "_flip_in_cert_r" in name:
-                checks[name] = checks.get(name, 0) + _counter(read, name, where)
+            checks[name] = checks.get(name, 0) + _counter(block, name, where)
+        for block in (write, read):  # every other self-check the layer recorded (e.g. the eta flips)
+            for name in sorted(block):
+                if name not in required and is_self_check(name):
+                    checks[name] = checks.get(name, 0) + _counter(block, name, where)
         if mclass == "recurrent":
             if rows == 0:
                 failures.append(f"layer {idx}: no recurrent-state writes were observed (coverage)")
