@@ -7,20 +7,29 @@ Exit codes:
 1     fail (a gate criterion failed; the journal has a bad record, named on stdout)
 2     usage error (bad option, missing input, existing output without --force)
 4     internal error
+130   interrupted (SIGINT): nothing half-written is left behind
 ====  ==========================================================================================
+
+``simulate`` builds its run in a temporary sibling directory ``.NAME.partial-PID`` and renames it
+to ``--out`` only once every rank has finished, so an interrupted or failed run leaves no
+half-written output. ``--force`` replaces an existing output only if it is empty or a previous
+``simulate`` run (it has that run's ``manifest.json``); it never deletes anything else.
+``verify`` exits 0 only for a valid, closed journal; a valid journal without its ``close`` record
+(the writer did not shut down) is reported as ``unclosed`` with exit 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import traceback
 from fractions import Fraction
 from pathlib import Path
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 4
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 4, 130
 
 
 def _family_map(text: str, cast=float) -> dict[str, float]:
@@ -96,20 +105,56 @@ def _cmd_simulate(a: argparse.Namespace) -> int:
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    if a.out.exists() and any(a.out.iterdir()):
-        if not a.force:
-            print(f"error: {a.out} exists and is not empty (use --force)", file=sys.stderr)
-            return EXIT_USAGE
-        shutil.rmtree(a.out)
-    a.out.mkdir(parents=True, exist_ok=True)
-    write_manifest(cfg, a.out, meta)
-    if cfg.ranks == 1:
-        run_rank(cfg, a.out, 0, progress=not a.quiet)
-    else:
-        run_replicas(cfg, a.out, progress=not a.quiet)
-    rep = run_gate(a.out)
+    out = a.out.absolute()
+    try:
+        _check_replaceable(out, a.force)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    tmp = out.parent / f".{out.name}.partial-{os.getpid()}"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.mkdir()
+    except OSError as e:
+        print(f"error: cannot create the output directory next to {out}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        write_manifest(cfg, tmp, meta)
+        if cfg.ranks == 1:
+            run_rank(cfg, tmp, 0, progress=not a.quiet)
+        else:
+            run_replicas(cfg, tmp, progress=not a.quiet)
+        old = out.parent / f".{out.name}.replaced-{os.getpid()}"
+        if out.exists():  # checked replaceable above: empty, or a previous simulate run
+            out.rename(old)
+        tmp.rename(out)
+        if old.exists():
+            shutil.rmtree(old)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    rep = run_gate(out)
     print(json.dumps(rep.as_dict(), indent=1, default=str))
     return EXIT_OK if rep.passed else EXIT_FAIL
+
+
+def _check_replaceable(out: Path, force: bool) -> None:
+    """Refuse to overwrite anything but an empty directory or (with --force) a simulate run."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise ValueError(f"{out} exists and is not a directory")
+    if not any(out.iterdir()):
+        return
+    if not force:
+        raise ValueError(f"{out} exists and is not empty (use --force)")
+    try:
+        man = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        man = None
+    if not isinstance(man, dict) or man.get("tool") != "witprobe.ledger simulate":
+        raise ValueError(f"{out} is not a ledger simulate run (no simulate manifest.json); "
+                         "--force replaces only those: remove it yourself")
 
 
 def _cmd_gate(a: argparse.Namespace) -> int:
@@ -131,9 +176,13 @@ def _cmd_verify(a: argparse.Namespace) -> int:
         return EXIT_USAGE
     res = verify(a.journal)
     print(json.dumps(res.as_dict(), indent=1))
-    if res.ok:
+    if res.status == "ok":
         print(f"verify: ok ({res.n_records} records, head {res.head[:16]})", file=sys.stderr)
         return EXIT_OK
+    if res.status == "unclosed":
+        print(f"verify: unclosed ({res.n_records} records valid, no close record: the writer did not shut down)",
+              file=sys.stderr)
+        return EXIT_FAIL
     print(f"verify: first bad record {res.first_bad}: {res.reason}", file=sys.stderr)
     return EXIT_FAIL
 
@@ -192,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         return handler(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return EXIT_INTERNAL
+        return EXIT_INTERRUPTED
     except Exception:  # noqa: BLE001 - exit code contract says 4
         traceback.print_exc()
         print("internal error (exit 4)", file=sys.stderr)

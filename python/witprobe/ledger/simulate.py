@@ -17,7 +17,11 @@ does, with ``workers`` threads executing batches concurrently over one :class:`P
   against the slot table (state, generation, owner) and served bytes re-audited;
 - every write event and read summary is appended to the journal; account records at the end.
 
-Outputs in ``out``: ``ledger.rank{r}.json``, ``journal.rank{r}.sqlite``, ``manifest.json``.
+Outputs in ``out``: ``journal.rank{r}.sqlite`` (the primary record; its record kinds are the
+contract listed in :mod:`witprobe.ledger.gate`), ``ledger.rank{r}.json`` (a cache of what the
+journal says, which the gate compares against it) and ``manifest.json`` (what was submitted).
+The global e-process is folded in journal order (under the engine's journal lock), so the gate
+re-derives it from the journal exactly.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ import torch
 from witprobe.calculus.rounding import fraction_text
 from witprobe.ledger.accounts import AccountBook, emitted_metrics
 from witprobe.ledger.certificates import tv_step_bound
+from witprobe.ledger.eprocess import DELTA_E, KAPPA
 from witprobe.ledger.identity import WARMUP_UID, IdentityTracker, Row, attribute
 from witprobe.ledger.journal import Journal
 from witprobe.ledger.owner import OwnerLedger
@@ -196,7 +201,8 @@ class Engine:
             for fam in FAMILIES
         }
         self.journal = Journal(out / f"journal.rank{rank}.sqlite", synchronous=cfg.synchronous, header={
-            "delta_req": fraction_text(cfg.delta_req), "rank": rank, "nonce": cfg.nonce, "config": cfg.as_dict()})
+            "delta_req": fraction_text(cfg.delta_req), "rank": rank, "nonce": cfg.nonce, "config": cfg.as_dict(),
+            "eprocess": {"kappa": KAPPA, "delta_e": DELTA_E}})
         self.pool: PagedPool | None = None
         self.lut = torch.arange(256, dtype=torch.uint8).view(torch.float8_e4m3fn).to(torch.float64).numpy()
         self.lut[np.isnan(self.lut)] = 0.0
@@ -204,7 +210,9 @@ class Engine:
         self.n_read_checks = 0
         self.n_write_events = 0
         self._lock = threading.Lock()
+        self._journal_lock = threading.Lock()  # global e-process fold + journal append, in one order
         self.book.open(WARMUP_UID, "warmup", None)
+        self.journal.append("account_open", {"rank": rank, "uid": WARMUP_UID, "rid": None, "kind": "warmup"})
 
     # --- pool geometry and allocation (scheduler thread) ---------------------------------------
     def build_pool(self, users: list[Request]) -> None:
@@ -217,6 +225,10 @@ class Engine:
                               int(self.meta["head_dim"]),
                               invalidate_on_reuse=self.cfg.fault != "no-reuse-invalidation",
                               collide_families=self.cfg.fault == "family-collision")
+        self.journal.append("pool", {
+            "rank": self.rank, "namespaces_disjoint": self.pool.namespaces_disjoint(),
+            "invalidate_on_reuse": self.pool.invalidate_on_reuse,
+            "families": {f: {"page_size": self.cfg.page_size[f], "n_pages": n_pages[f]} for f in FAMILIES}})
 
     def admit(self, req: Request) -> None:
         """Prefix lookup (both families must agree on a hit length), then prompt pages."""
@@ -281,11 +293,14 @@ class Engine:
         rows = [Row(rid=r.rid, mode="extend" if s < r.prompt_len else "decode", n_tokens=e - s, seq_len=e,
                     position=i, warmup=r.warmup) for i, (r, s, e) in enumerate(batch)]
         row_uids = [self.identity.row_uid(row) for row in rows]
+        n_fallback = sum(1 for row in rows if row.rid is None and not row.warmup)  # IdentityTracker's fallback rule
+        if n_fallback:
+            self.journal.append("identity_fallback", {"rank": self.rank, "n_rows": n_fallback})
         for (req, _s, _e), uid in zip(batch, row_uids):
             if uid is not None:
                 if uid not in self.book.accounts:
                     self.book.open(uid, "user", req.rid)
-                    self.journal.append("account_open", {"rank": self.rank, "uid": uid, "rid": req.rid})
+                    self.journal.append("account_open", {"rank": self.rank, "uid": uid, "rid": req.rid, "kind": "user"})
                 req.uid = uid
         n_tok = sum(e - s for _, s, e in batch)
         plan_tokens = n_tok + (1 if self.cfg.fault == "drop-plan" and batch_id % 7 == 3 else 0)
@@ -323,7 +338,8 @@ class Engine:
         ns = li * H + np.tile(np.arange(H), n_tok)
         slot_e = np.repeat(slots, H)
         owners_by_tok = np.concatenate([np.full(e - s, r.uid if r.uid is not None else -1) for r, s, e in batch])
-        records = []
+        records: list[tuple[str, dict[str, Any]]] = []
+        folds = []
         if tok_uid is None:  # fail closed: exact bytes, no spend, counted
             self.identity.fail_closed(int(codes.shape[0]))
             self._store(F, ns, slot_e, codes, codes, sexp)
@@ -334,7 +350,7 @@ class Engine:
                 F.slots.write(ns[m], slot_e[m], int(own), state[m], zero[m], zero[m], -1)
             records.append(("fail_closed", {"rank": self.rank, "family": fam, "layer": self.layers[li], "n_entries": int(codes.shape[0])}))
             self._refresh_handles(batch, fam, li)
-            self.journal.append_many(records)
+            self._commit(records, [])
             return
         writer = self.writers[fam]
         prep = writer.prepare(torch.from_numpy(codes), torch.from_numpy(sexp.astype(np.int64)))
@@ -344,7 +360,9 @@ class Engine:
             acc = self.book.get(uid)
             # the "layer" part of the RNG key (nonce, uid, layer, counter) is layer * families + family,
             # so the key and value events of one layer draw from distinct streams
-            out = writer.write_event(self.book, acc, self.layers[li] * len(FAMILIES) + FAMILIES.index(fam), prep, idx)
+            out = writer.write_event(self.book, acc, self.layers[li] * len(FAMILIES) + FAMILIES.index(fam), prep, idx,
+                                     fold_global=False)
+            folds.append(out.factors)
             with self._lock:
                 self.n_write_events += 1
                 wid = self.n_write_events
@@ -357,10 +375,18 @@ class Engine:
                 "rank": self.rank, "uid": uid, "family": fam, "layer": self.layers[li], "write_id": wid,
                 "counter": out.counter, "delta": fraction_text(out.delta), "spent": fraction_text(acc.budget.spent),
                 "n_entries": int(idx.size), "n_authorized": out.n_authorized, "n_violations": out.n_violations,
-                "n_live_rewritten": n_live,
+                "n_live_rewritten": n_live, "n_no_randomness": out.n_no_randomness,
+                "ep_n": out.factors.n, "ep_sum": out.factors.total, "ep_max": out.factors.prefix_max,
             }))
         self._refresh_handles(batch, fam, li)
-        self.journal.append_many(records)
+        self._commit(records, folds)
+
+    def _commit(self, records: list[tuple[str, dict[str, Any]]], folds: list) -> None:
+        """Append records and fold their e-process summaries into the global process, in one order."""
+        with self._journal_lock:
+            for f in folds:
+                self.book.global_eprocess.add_summary(f)
+            self.journal.append_many(records)
 
     def _store(self, F, ns, slots, served, exact, sexp) -> None:
         F.served[ns, slots] = served
@@ -547,6 +573,7 @@ def run_rank(cfg: SimConfig, out: Path, rank: int = 0, progress: bool = False) -
     wall = time.perf_counter() - t0
     if progress:
         print(flush=True)
+    eng.journal.append("account_close", {"rank": rank, **_close_body(eng.book.get(WARMUP_UID).record())})
     snap = eng.snapshot()
     snap["timing"] = {"wall_s": wall, "warmup_s": t_warm, "batches": n_batches,
                       "write_events_per_s": eng.n_write_events / wall, "read_checks_per_s": eng.n_read_checks / wall}
