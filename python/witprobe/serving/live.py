@@ -198,7 +198,7 @@ def run(a: argparse.Namespace) -> int:
     rep = run_gate(out, write=False)
     bad = [c["request_id"] for c in clients if c["status"] != 200]
     ok_c = len(clients) == a.requests and not bad
-    rep.criteria["clients_served"] = Criterion(ok_c, {"answered_200": len(clients) - len(bad), "requests": a.requests, "failed": bad[:10]},
+    rep.criteria["clients_served"] = Criterion("clients_served", ok_c, {"answered_200": len(clients) - len(bad), "requests": a.requests, "failed": bad[:10]},
                                                "" if ok_c else f"{len(bad) or a.requests} requests not served (see clients.json)")
     d = rep.as_dict()
     d["failing"] = failing(rep)
