@@ -80,6 +80,16 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     rec = sub.add_parser("record", help="record a trace from SmolLM2 (writes.parquet, witness.parquet, manifest.json)")
     rec.add_argument("--out", type=Path, default=DEFAULT_FIXTURE)
+    st = sub.add_parser("sentinel", help="sampling sentinel: corrupt B pool blocks, measure detection latency against n(delta)")
+    st.add_argument("--corrupt", type=int, default=4, help="corrupted blocks B per trial (default: %(default)s)")
+    st.add_argument("--draws", type=int, default=8, help="blocks r drawn per round, with replacement (default: %(default)s)")
+    st.add_argument("--delta", type=Fraction, default=Fraction(1, 100), help="confidence level of n(delta) (default: 1/100)")
+    st.add_argument("--trials", type=int, default=1000, help="corruption trials (default: %(default)s)")
+    st.add_argument("--alpha", type=float, default=1e-3, help="false-disagreement level of the binomial checks (default: %(default)s)")
+    st.add_argument("--seed", type=int, default=0)
+    st.add_argument("--trace", type=Path, default=DEFAULT_FIXTURE, help="recorded trace that fills the pool")
+    st.add_argument("--decode-steps", type=int, default=4, help="decode steps per request while filling the pool (default: %(default)s)")
+    st.add_argument("--out", type=Path, default=None, help="also write the JSON result here")
     e = sub.add_parser("reads", help="expand a recorded trace's witnesses to an entry-read Parquet trace")
     e.add_argument("--trace", type=Path, default=DEFAULT_FIXTURE)
     e.add_argument("--out", type=Path, required=True)
@@ -155,6 +165,50 @@ def _check_replaceable(out: Path, force: bool) -> None:
     if not isinstance(man, dict) or man.get("tool") != "witprobe.ledger simulate":
         raise ValueError(f"{out} is not a ledger simulate run (no simulate manifest.json); "
                          "--force replaces only those: remove it yourself")
+
+
+def _cmd_sentinel(a: argparse.Namespace) -> int:
+    import tempfile
+
+    from witprobe.ledger.sentinel import corruption_trials, detection_rounds, latency_agreement
+    from witprobe.ledger.simulate import SimConfig, load_trace, serve
+
+    cfg = SimConfig(trace=a.trace, decode_steps=a.decode_steps, workers=2)
+    try:
+        cfg.validate()
+        if a.trials < 1 or a.draws < 1 or a.corrupt < 1 or not 0 < a.alpha < 1 or not 0 < a.delta < 1:
+            raise ValueError("--trials, --draws and --corrupt must be positive; --alpha and --delta in (0, 1)")
+        load_trace(cfg.trace)
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    with tempfile.TemporaryDirectory(prefix="witprobe-sentinel-") as tmp:
+        eng, _ = serve(cfg, Path(tmp))
+    rec = eng.record
+    assert rec is not None
+    M = len(rec.blocks)
+    if a.corrupt > M:
+        print(f"error: --corrupt {a.corrupt} exceeds the pool's {M} blocks", file=sys.stderr)
+        return EXIT_USAGE
+    clean = [b for b in rec.blocks if not rec.matches(b)]
+    if clean:
+        print(f"error: the writer's record disagrees with {len(clean)} blocks before any corruption", file=sys.stderr)
+        return EXIT_FAIL
+    n = detection_rounds(M, a.corrupt, a.draws, a.delta)
+    lat = corruption_trials(rec, eng.overwrite_block, a.corrupt, a.draws, a.trials, a.seed, max_rounds=50 * n)
+    res = latency_agreement(lat, M, a.corrupt, a.draws, a.delta, a.alpha)
+    body = {**res.as_dict(), "pool": {"blocks": M, "families": sorted({f for f, _ in rec.blocks})},
+            "command": "python -m witprobe.ledger " + " ".join(sys.argv[1:])}
+    text = json.dumps(body, indent=1)
+    print(text)
+    if a.out is not None:
+        tmp_out = a.out.with_name(a.out.name + ".tmp")
+        tmp_out.write_text(text + "\n")
+        tmp_out.replace(a.out)
+    print(f"sentinel: {'agrees' if res.agrees else 'DISAGREES'} with n(delta) = {n} "
+          f"({res.detected_within_n:.4f} detected within n(delta), at least {res.min_detected_within_n:.4f} required)",
+          file=sys.stderr)
+    return EXIT_OK if res.agrees else EXIT_FAIL
 
 
 def _cmd_gate(a: argparse.Namespace) -> int:
@@ -236,7 +290,8 @@ def _cmd_live(a: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     handler = {"simulate": _cmd_simulate, "gate": _cmd_gate, "verify": _cmd_verify, "replay": _cmd_replay,
-               "record": _cmd_record, "reads": _cmd_reads, "live": _cmd_live}[args.command]
+               "record": _cmd_record, "reads": _cmd_reads, "live": _cmd_live,
+               "sentinel": _cmd_sentinel}[args.command]
     try:
         return handler(args)
     except KeyboardInterrupt:

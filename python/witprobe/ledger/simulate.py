@@ -47,6 +47,7 @@ from witprobe.ledger.identity import WARMUP_UID, IdentityTracker, Row, attribute
 from witprobe.ledger.journal import Journal
 from witprobe.ledger.owner import OwnerLedger
 from witprobe.ledger.pool import FamilySpec, PagedPool, prefix_hashes
+from witprobe.ledger.sentinel import BlockId, BlockRecord
 from witprobe.ledger.slots import ReadTally
 from witprobe.ledger.trace import FAMILIES, WRITES_FILE, TraceError, load_manifest
 from witprobe.ledger.writer import CertifiedWriter, WriterConfig
@@ -204,6 +205,7 @@ class Engine:
             "delta_req": fraction_text(cfg.delta_req), "rank": rank, "nonce": cfg.nonce, "config": cfg.as_dict(),
             "eprocess": {"kappa": KAPPA, "delta_e": DELTA_E}})
         self.pool: PagedPool | None = None
+        self.record: BlockRecord | None = None  # the writer's per-block digests (the sampling sentinel's reference)
         self.lut = torch.arange(256, dtype=torch.uint8).view(torch.float8_e4m3fn).to(torch.float64).numpy()
         self.lut[np.isnan(self.lut)] = 0.0
         self.batch_rows: list[int] = []
@@ -229,6 +231,18 @@ class Engine:
             "rank": self.rank, "namespaces_disjoint": self.pool.namespaces_disjoint(),
             "invalidate_on_reuse": self.pool.invalidate_on_reuse,
             "families": {f: {"page_size": self.cfg.page_size[f], "n_pages": n_pages[f]} for f in FAMILIES}})
+        if self.cfg.ledger:
+            self.record = BlockRecord([(f, pg) for f in FAMILIES for pg in range(n_pages[f])], self.block_bytes)
+
+    def block_bytes(self, block: BlockId) -> np.ndarray:
+        """The served bytes of one block (page) over all namespaces: a view ``(ns, page_size, D)``."""
+        assert self.pool is not None
+        F = self.pool.families[block[0]]
+        return F.served[:, block[1] * F.page_size:(block[1] + 1) * F.page_size]
+
+    def overwrite_block(self, block: BlockId, data: np.ndarray) -> None:
+        """Store raw bytes into a block *without* the writer (no record update): a fault injector."""
+        self.block_bytes(block)[...] = data
 
     def admit(self, req: Request) -> None:
         """Prefix lookup (both families must agree on a hit length), then prompt pages."""
@@ -392,6 +406,9 @@ class Engine:
         F.served[ns, slots] = served
         F.exact[ns, slots] = exact
         F.scale_exp[ns, slots] = sexp
+        if self.record is not None:
+            for page in np.unique(np.asarray(slots) // F.page_size).tolist():
+                self.record.commit((F.spec.name, page))
 
     def _refresh_handles(self, batch, fam: str, li: int) -> None:
         """The writer's own handles take the generation its write left (owner = itself)."""
@@ -508,6 +525,11 @@ def _warmups(users: list[Request], recs: list[RecordedRequest], eng: Engine) -> 
 
 def run_rank(cfg: SimConfig, out: Path, rank: int = 0, progress: bool = False) -> dict[str, Any]:
     """Serve the trace on one replica with ``cfg.workers`` threads; write ledger + journal files."""
+    return serve(cfg, out, rank, progress)[1]
+
+
+def serve(cfg: SimConfig, out: Path, rank: int = 0, progress: bool = False) -> tuple[Engine, dict[str, Any]]:
+    """:func:`run_rank`, also returning the engine (its pool and block record stay usable)."""
     cfg.validate()
     # tensors here are small (one event at a time) and workers are threads: intra-op parallelism
     # only adds OpenMP barrier waits (milliseconds per op on a shared machine)
@@ -585,7 +607,7 @@ def run_rank(cfg: SimConfig, out: Path, rank: int = 0, progress: bool = False) -
     tmp = out / f"ledger.rank{rank}.json.tmp"
     tmp.write_text(json.dumps(snap, indent=1, sort_keys=True) + "\n")
     tmp.replace(out / f"ledger.rank{rank}.json")
-    return snap
+    return eng, snap
 
 
 def _close_body(rec: dict[str, Any]) -> dict[str, Any]:
