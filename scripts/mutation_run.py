@@ -302,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     import transformers  # noqa: F401
     import hypothesis  # noqa: F401
 
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanup below on a plain kill
     scratch = Path(tempfile.mkdtemp(prefix="witprobe-mutants-"))
     results: list[tuple[Site, str, float]] = []
     t0 = time.monotonic()
