@@ -47,11 +47,15 @@ def run_of(name: str) -> dict:
     return copy.deepcopy(_CACHE[name])
 
 
-def verdict(run: dict) -> str:
+def certificate(run: dict) -> dict:
     d = derive(run)
     outcomes = KernelOutcomes(coq=coq_check("off", d.theorems, "0" * 64),
                               lean=lean_check("off", Path("unused"), "", "0" * 64, d.obligations))
-    return assemble("0" * 64, d, None, None, outcomes)["summary"]["verdict"]
+    return assemble("0" * 64, d, None, None, outcomes)
+
+
+def verdict(run: dict) -> str:
+    return certificate(run)["summary"]["verdict"]
 
 
 def covered(run: dict) -> dict[str, tuple[int, int]]:
@@ -238,3 +242,21 @@ def test_the_table_states_a_meaning_for_every_counter_and_records_it_in_one_plac
     # a counter named like a self-check but missing from the table still counts (fail closed)
     assert lookup("key_viol_new_check") is None and is_self_check("key_viol_new_check")
     assert not is_self_check("rows") and not is_self_check("sel_cert_witness") and failure_class("rows") is None
+
+
+def test_the_report_names_each_nonzero_self_check_with_its_meaning():
+    import io
+
+    from witprobe.certify.report import print_summary
+
+    run = run_of("mla-dsa-int8")
+    run["layers"][1]["read"]["sel_flip_in_witness_cert"] = 3
+    out = io.StringIO()
+    print_summary(certificate(run), out)
+    text = out.getvalue()
+    assert "verdict: fail" in text and "self-checks: 1 nonzero" in text
+    assert ("SELF-CHECK sel_flip_in_witness_cert = 3: rows whose selection changed although the witness "
+            "certified it unchanged") in text
+    out = io.StringIO()
+    print_summary(certificate(run_of("mla-dsa-int8")), out)
+    assert "self-checks: all 0" in out.getvalue() and "SELF-CHECK" not in out.getvalue()
