@@ -284,8 +284,8 @@ def _run_child(scratch: Path, tests: list[str], timeout_s: float, log: Path | No
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--max-mutants", type=int, default=90)
-    ap.add_argument("--budget-s", type=float, default=1100.0, help="stop starting mutants after this many seconds")
+    ap.add_argument("--max-mutants", type=int, default=80)
+    ap.add_argument("--budget-s", type=float, default=1150.0, help="stop starting mutants after this many seconds")
     ap.add_argument("--per-mutant-s", type=float, default=120.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", default="", help="comma-separated targets (default: all)")
