@@ -18,8 +18,9 @@ import pytest
 
 from witprobe.certify import derive as derive_mod
 from witprobe.certify.certificate import assemble
-from witprobe.certify.coverage import CLASS_OF_KIND, coverage
-from witprobe.certify.derive import REQUIRED_READ_COUNTERS, WRITE_TENSORS, DeriveError, derive
+from witprobe.certify.coverage import coverage
+from witprobe.certify.derive import DeriveError, derive
+from witprobe.kinds.registry import KINDS
 from witprobe.self_checks import TABLE, meaning as self_check_meaning, write_counters
 from witprobe.certify.kernels import KernelOutcomes, coq_check, lean_check
 
@@ -46,11 +47,15 @@ def run_of(name: str) -> dict:
     return copy.deepcopy(_CACHE[name])
 
 
-def verdict(run: dict) -> str:
+def certificate(run: dict) -> dict:
     d = derive(run)
     outcomes = KernelOutcomes(coq=coq_check("off", d.theorems, "0" * 64),
                               lean=lean_check("off", Path("unused"), "", "0" * 64, d.obligations))
-    return assemble("0" * 64, d, None, None, outcomes)["summary"]["verdict"]
+    return assemble("0" * 64, d, None, None, outcomes)
+
+
+def verdict(run: dict) -> str:
+    return certificate(run)["summary"]["verdict"]
 
 
 def covered(run: dict) -> dict[str, tuple[int, int]]:
@@ -60,7 +65,7 @@ def covered(run: dict) -> dict[str, tuple[int, int]]:
 def _is_soundness_counter(block: str, key: str, mclass: str) -> bool:
     """The counters a layer of this kind records whose nonzero value is an implementation error."""
     if block == "write":
-        return any(key in write_counters(t) for t in WRITE_TENSORS[mclass]) or key.endswith("_pool_viol")
+        return any(key in write_counters(t) for t in KINDS[mclass].write_tensors) or key.endswith("_pool_viol")
     return key in READ_SELF_CHECKS or (key.startswith("sel_eta") and "_flip_in_cert_r" in key)
 
 
@@ -95,7 +100,7 @@ def test_the_committed_runs_pass_and_are_fully_covered():
 
 def test_the_cases_reach_every_kind_and_every_named_self_check():
     kinds = {_load(n)["layers"][i]["memory_class"] for n, i, _, _ in CASES}
-    assert kinds == set(REQUIRED_READ_COUNTERS)
+    assert kinds == set(KINDS)
     names = {k for _, _, _, k in CASES}
     assert set(READ_SELF_CHECKS) <= names  # every read self-check is recorded by some committed run
     assert any(k.startswith("sel_eta") for k in names) and any(k.endswith("_pool_viol") for k in names)
@@ -112,13 +117,13 @@ def test_a_nonzero_self_check_fails_the_verdict_and_uncovers_the_layer(name, lay
     assert verdict(run) == "fail"
     after = covered(run)
     mclass = run["layers"][layer]["memory_class"]
-    for cls in CLASS_OF_KIND[mclass]:
+    for cls in KINDS[mclass].classes:
         assert after[cls] == (before[cls][0] - 1, before[cls][1]), (cls, after[cls])
 
 
 def _required(mclass: str) -> list[tuple[str, str]]:
-    write = [("write", n) for t in WRITE_TENSORS[mclass] for n in write_counters(t)]
-    read = [("write" if n.endswith("_pool_viol") else "read", n) for n in REQUIRED_READ_COUNTERS[mclass]]
+    write = [("write", n) for t in KINDS[mclass].write_tensors for n in write_counters(t)]
+    read = [("write" if n.endswith("_pool_viol") else "read", n) for n in KINDS[mclass].read_checks]
     return write + read
 
 
@@ -131,9 +136,12 @@ MISSING.sort()
 def test_a_missing_self_check_counter_fails_closed(name, layer, block, key):
     run = run_of(name)
     del run["layers"][layer][block][key]
+    before = covered(run_of(name))
     d = derive(run)
     assert f"layer {layer}: self-check counter {key} is missing (fail closed)" in d.failures
     assert verdict(run) == "fail"
+    for cls in KINDS[run["layers"][layer]["memory_class"]].classes:  # a missing counter is not clean
+        assert covered(run)[cls][0] == before[cls][0] - 1, cls
 
 
 def test_a_missing_counter_on_a_layer_that_read_nothing_is_reported_as_missing_coverage():
@@ -234,3 +242,21 @@ def test_the_table_states_a_meaning_for_every_counter_and_records_it_in_one_plac
     # a counter named like a self-check but missing from the table still counts (fail closed)
     assert lookup("key_viol_new_check") is None and is_self_check("key_viol_new_check")
     assert not is_self_check("rows") and not is_self_check("sel_cert_witness") and failure_class("rows") is None
+
+
+def test_the_report_names_each_nonzero_self_check_with_its_meaning():
+    import io
+
+    from witprobe.certify.report import print_summary
+
+    run = run_of("mla-dsa-int8")
+    run["layers"][1]["read"]["sel_flip_in_witness_cert"] = 3
+    out = io.StringIO()
+    print_summary(certificate(run), out)
+    text = out.getvalue()
+    assert "verdict: fail" in text and "self-checks: 1 nonzero" in text
+    assert ("SELF-CHECK sel_flip_in_witness_cert = 3: rows whose selection changed although the witness "
+            "certified it unchanged") in text
+    out = io.StringIO()
+    print_summary(certificate(run_of("mla-dsa-int8")), out)
+    assert "self-checks: all 0" in out.getvalue() and "SELF-CHECK" not in out.getvalue()

@@ -509,3 +509,11 @@ def test_int8_codec_residuals_are_metered_in_float64():
         bb = band_norm_bounds([x - y for x, y in zip(exact_vec(k[0, 0, t]), exact_vec(served[0, 0, t]))], bands)
         his.append(sum(b[1] for b in bb))
     assert up(st["w_max"]["max"]) >= max(his)
+
+
+@pytest.mark.parametrize("y", [Fraction(-1, 8), Fraction(1), Fraction(3, 2)])
+def test_exp_up_refuses_an_exponent_outside_its_range(y):
+    """``1/(1 - y)`` bounds ``e**y`` only on ``[0, 1)``: outside it the error bound must refuse."""
+    with pytest.raises(fe.FloatBoundError, match="outside"):
+        fe.exp_up(y)
+    assert fe.exp_up(Fraction(1, 2)) == 2 >= math.exp(0.5)

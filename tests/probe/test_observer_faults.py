@@ -76,6 +76,10 @@ def test_a_healthy_layer_counts_no_violation_and_no_beaten_row():
     for form in FORMS:
         assert s["read"][f"rows_{form}_beaten"] == 0
         assert s["read"][f"{form}_bound"]["min"] >= 0
+    # the magnitudes the float64 error analysis of derive needs (missing ones fail derive closed)
+    assert s["read"]["fp_width"]["max"] == DIM
+    assert s["read"]["keys_visible"]["max"] == TOKENS and s["read"]["keys_visible"]["min"] == 1
+    assert s["read"]["score_err"]["max"] > 0 and s["read"]["score_abs_max"]["max"] > 0
 
 
 def test_a_witness_that_reports_no_error_is_caught_on_the_write_and_on_every_form(monkeypatch):

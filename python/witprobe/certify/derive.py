@@ -17,7 +17,6 @@ from typing import Any
 from witprobe.calculus import float_error, rounding
 from witprobe.certify.coverage import coverage
 from witprobe.calculus import bridges
-from witprobe.calculus.bridges import DENSE_KV, LATENT
 from witprobe.calculus.contracts import Chain, ChainEvaluation, parallel
 from witprobe.calculus.chains import FORMS, ReadInputs, read_chain
 from witprobe.calculus.metrics import Metric
@@ -25,28 +24,11 @@ from witprobe.calculus.registry import DEFAULT_REGISTRY, TierRegistry
 from witprobe.calculus.tiers import Tier, meet
 from witprobe.formal.claim_theorems import ClaimTheorem, claim_theorem
 from witprobe.formal.obligations import ChainObligation, reference_check
-from witprobe.self_checks import is_self_check, record_of, write_counters
+from witprobe.kinds.registry import KINDS
+from witprobe.self_checks import is_self_check, record_of
 
 ATTN_TV = Metric("attn_dist", "tv", "read")
 
-# counters every layer of a memory class must carry (a missing one fails closed)
-_ROWS = ("rows_plain_beaten", "rows_centred_beaten", "rows_eform_beaten")
-_SELECTION = ("indexer_recon_mismatch", "sel_flip_in_witness_cert", "sel_mass_bound_beaten",
-              "rows_total_beaten_on_certified")
-REQUIRED_READ_COUNTERS = {
-    "dense_kv": _ROWS,
-    "latent": _ROWS + ("latent_recon_mismatch",),
-    "latent_indexed": _ROWS + ("latent_recon_mismatch",) + _SELECTION,
-    "recurrent": (),
-    "v4_sliding": _ROWS + ("v4_key_mismatch",),
-    "v4_hca": _ROWS + ("v4_key_mismatch", "entry_pool_viol"),
-    "v4_csa": _ROWS + ("v4_key_mismatch", "entry_pool_viol", "index_entry_pool_viol") + _SELECTION,
-}
-WRITE_TENSORS = {"dense_kv": ("key", "value"), "latent": ("latent", "rope"),
-                 "latent_indexed": ("latent", "rope", "indexer"), "recurrent": ("state",),
-                 "v4_sliding": ("window",), "v4_hca": ("window", "entry"), "v4_csa": ("window", "entry", "index_entry")}
-SPEC_OF = {"dense_kv": DENSE_KV, "latent": LATENT, "latent_indexed": LATENT, "recurrent": None,
-           "v4_sliding": DENSE_KV, "v4_hca": DENSE_KV, "v4_csa": DENSE_KV}
 STATE_CONTRACTION = Metric("state", "contraction", "read")
 
 
@@ -127,7 +109,6 @@ def _counter(block: dict[str, Any], key: str, where: str) -> int:
 
 
 MAGNITUDE_SCHEMAS = ("witprobe-run/2",)  # run schemas whose reads record fp_width, keys_visible, score_err, ...
-LATENT_CLASSES = ("latent", "latent_indexed")
 
 
 def _positive_int(v: Any, what: str) -> int:
@@ -169,7 +150,7 @@ def float_sizes(run: dict[str, Any], mclass: str, read: dict[str, Any], where: s
     """
     cfg = run.get("config") if isinstance(run.get("config"), dict) else {}
     bands = _positive_int(cfg.get("bands"), "run.json config.bands")
-    components = 2 if mclass in LATENT_CLASSES else 1
+    components = KINDS[mclass].score_components
     if run.get("schema") in MAGNITUDE_SCHEMAS:
         width = _positive_int(_recorded_max(read, "fp_width", where), f"{where} fp_width")
         keys = _positive_int(_recorded_max(read, "keys_visible", where), f"{where} keys_visible")
@@ -178,7 +159,7 @@ def float_sizes(run: dict[str, Any], mclass: str, read: dict[str, Any], where: s
         return float_error.Sizes(width, bands, components, keys), err, amax
     model = run.get("model") if isinstance(run.get("model"), dict) else {}
     width = _positive_int(model.get("head_dim"), "run.json model.head_dim")
-    if mclass in LATENT_CLASSES:
+    if components == 2:  # a latent layer (nope and rope components)
         width = max(width, float_error.LEGACY_LATENT_WIDTH)
     return float_error.Sizes(width, bands, components, _run_context(run) + 1), None, None
 
@@ -203,11 +184,12 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
         if not isinstance(write, dict) or not isinstance(read, dict):
             raise DeriveError(f"{where}: 'write' and 'read' must be objects")
         mclass = layer.get("memory_class")
-        if mclass not in SPEC_OF:
-            raise DeriveError(f"{where}: memory_class {mclass!r} is not one of {sorted(SPEC_OF)}")
-        spec = SPEC_OF[mclass]
-        rows = _counter(read, "rows", where) if mclass != "recurrent" else _counter(read, "state_writes", where)
-        required = [n for t in WRITE_TENSORS[mclass] for n in write_counters(t)] + list(REQUIRED_READ_COUNTERS[mclass])
+        if mclass not in KINDS:
+            raise DeriveError(f"{where}: memory_class {mclass!r} is not one of {sorted(KINDS)}")
+        kind = KINDS[mclass]
+        spec = kind.score
+        rows = _counter(read, "rows", where) if kind.reads else _counter(read, "state_writes", where)
+        required = kind.required_counters
         for name in required:
             block = write if record_of(name) == "write" else read
             if name not in block and rows:
@@ -217,7 +199,7 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
             for name in sorted(block):
                 if name not in required and is_self_check(name):
                     checks[name] = checks.get(name, 0) + _counter(block, name, where)
-        if mclass == "recurrent":
+        if not kind.reads:
             if rows == 0:
                 failures.append(f"layer {idx}: no recurrent-state writes were observed (coverage)")
             claims.append(_recurrent_claim(idx, layer, read, write, where))
@@ -281,10 +263,10 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
             attn = Claim(cid, idx, ATTN_TV, None, best_v, True, reg_tier, realized, forms, memory_class=mclass)
             best_eval = None
         claims.append(attn)
-        if mclass in ("latent_indexed", "v4_csa"):
+        if kind.selection:
             claims.extend(_selection_claims(idx, read, where, best_eval, registry, failures,
                                             run.get("schema") in MAGNITUDE_SCHEMAS, sizes.keys))
-        if mclass in ("v4_hca", "v4_csa"):
+        if kind.pooling:
             claims.append(_pooling_claim(idx, write, where))
         readings.append(_layer_readings(idx, mclass, write, read, where))
     return Derivation(claims, obligations, checks, failures, readings, coverage(run), theorems)
@@ -420,7 +402,7 @@ def _selection_claims(idx: int, read: dict[str, Any], where: str, attn_eval, reg
 def _layer_readings(idx: int, mclass: str, write: dict[str, Any], read: dict[str, Any], where: str) -> dict[str, Any]:
     """Diagnostic readings (means, maxima, shares) of one layer: never bounds."""
     rows = _counter(read, "rows", where)
-    main = WRITE_TENSORS[mclass][0]
+    main = KINDS[mclass].main_tensor
     out: dict[str, Any] = {
         "layer": idx,
         "memory_class": mclass,
@@ -430,7 +412,7 @@ def _layer_readings(idx: int, mclass: str, write: dict[str, Any], read: dict[str
         "tv_realized_max": _stat(read, "tv_realized", "max", where),
         "tv_realized_mean": _stat(read, "tv_realized", "mean", where),
     }
-    for tensor in WRITE_TENSORS[mclass]:
+    for tensor in KINDS[mclass].write_tensors:
         out[f"{tensor}_rel_residual_mean"] = _stat(write, f"{tensor}_rel_residual", "mean", where)
         out[f"{tensor}_conservativeness_mean"] = _stat(write, f"{tensor}_conservativeness", "mean", where)
         out[f"{tensor}_conservativeness_min"] = _stat(write, f"{tensor}_conservativeness", "min", where)

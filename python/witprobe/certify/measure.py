@@ -16,6 +16,7 @@ import torch
 
 from witprobe import __version__
 from witprobe.certify.progress import Progress, TokenProgress
+from witprobe.kinds.registry import KINDS
 from witprobe.memory.codecs import Codec, make_codec
 from witprobe.models.zoo import MODELS, LoadedModel
 from witprobe.probe.layouts import layer_kinds, text_config, witness_cache_for
@@ -24,6 +25,9 @@ from witprobe.probe.recurrent import DecayHooks
 from witprobe.probe.selector import SelectorHooks
 from witprobe.probe.v4 import PageSelectorHooks
 
+# model hooks by name (MemoryKind.hook), in installation order, with what each finds in a model
+HOOKS = {"pages": (PageSelectorHooks, "page indexers"), "decay": (DecayHooks, "forget gates"),
+         "indexer": (SelectorHooks, "indexer modules")}
 RUN_SCHEMA = "witprobe-run/2"  # /2: reads record the magnitudes of the float64 error analysis
 
 DEFAULT_PROMPTS = (
@@ -66,7 +70,7 @@ def check_compatible(cfg: MeasureConfig, loaded: LoadedModel) -> None:
     """Raise ``ValueError`` naming the problem if the codec cannot apply to this model's entries."""
     mc = text_config(loaded.model.config)
     kinds = set(layer_kinds(mc))
-    if "dense_kv" in kinds:
+    if any(KINDS[k].bands_divide_head_dim for k in kinds):
         d = head_dim_of(mc)
         if d % cfg.bands:
             raise ValueError(f"--bands {cfg.bands} does not divide the head dimension {d} of {cfg.model}")
@@ -104,27 +108,19 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
     codec = make_codec(cfg.codec, cfg.bands)
     model.set_attn_implementation(ATTN_IMPLEMENTATION)
     observer = Observer(num_layers)
-    hooks = SelectorHooks(observer)
-    decay = DecayHooks(observer)
-    pages = PageSelectorHooks(observer)
+    installed = []
     try:
-        n_pages = pages.install(model)
-        n_csa = sum(k == "v4_csa" for k in kinds)
-        if n_pages != n_csa:
-            raise ValueError(f"{n_pages} page indexers found for {n_csa} CSA layers")
-        n_gates = decay.install(model)
-        n_recurrent = sum(k == "recurrent" for k in kinds)
-        if n_gates != n_recurrent:
-            raise ValueError(f"{n_gates} forget gates found for {n_recurrent} recurrent layers")
-        n_indexers = hooks.install(model)
-        n_indexed = sum(k == "latent_indexed" for k in kinds)
-        if n_indexers != n_indexed:
-            raise ValueError(f"{n_indexers} indexer modules found for {n_indexed} indexed layers")
+        for hook, (cls, what) in HOOKS.items():  # every layer whose kind needs a model hook gets exactly one
+            installer = cls(observer)
+            installed.append(installer)
+            found = installer.install(model)
+            want = sum(KINDS[k].hook == hook for k in kinds)
+            if found != want:
+                raise ValueError(f"{found} {what} found for {want} layers that need one")
         requests = _generate_all(loaded, cfg, codec, observer, progress)
     finally:
-        hooks.remove()
-        decay.remove()
-        pages.remove()
+        for installer in installed:
+            installer.remove()
     snap = observer.snapshot()
     layers = [
         {

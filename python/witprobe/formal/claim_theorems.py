@@ -28,13 +28,10 @@ from dataclasses import dataclass
 from witprobe.calculus import rounding
 from witprobe.calculus.contracts import ChainEvaluation
 from witprobe.formal.obligations import check_ident
+from witprobe.kinds.registry import KINDS
 
 UNIT_DEN = rounding.UNIT
 
-# memory classes whose read distribution includes a sink column (observer.with_sinks)
-SINK_CLASSES = frozenset({"v4_sliding", "v4_hca", "v4_csa"})
-BANDED_CLASSES = frozenset({"dense_kv"})
-LATENT_CLASSES = frozenset({"latent", "latent_indexed"})
 
 
 class ClaimTheoremError(ValueError):
@@ -126,8 +123,8 @@ def claim_theorem(claim_id: str, form: str, memory_class: str, ev: ChainEvaluati
     name = theorem_name(claim_id)
     stages = ev.stages
     b = Constant("B", ev.bound_units, f"claimed bound of {claim_id} ({form} chain, rounded up)")
-    shape = ("sink" if memory_class in SINK_CLASSES else "banded" if memory_class in BANDED_CLASSES
-             else "latent" if memory_class in LATENT_CLASSES else "score")
+    kind = KINDS.get(memory_class)  # the template: banded, latent, sink (read distribution with a sink column)
+    shape = kind.theorem_shape if kind is not None and kind.theorem_shape else "score"
     interval = "interval with (i_prec 60)"
     if form == "centred":
         if len(stages) != 3:

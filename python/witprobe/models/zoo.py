@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from witprobe.kinds.base import MEMORY_CLASSES
+
 
 class ModelError(RuntimeError):
     """A model cannot be loaded (the message says what to install or fix)."""
@@ -25,9 +27,6 @@ class LoadedModel:
     provenance: dict[str, Any] = field(default_factory=dict)
 
 
-MEMORY_CLASSES = ("plain_kv", "latent_kv", "sparse_selector", "recurrent_state")
-"""The four memory classes of the paper (section 1): dense KV, latent KV (MLA), learned sparse
-selector, recurrent / linear-attention state."""
 
 
 @dataclass(frozen=True)
