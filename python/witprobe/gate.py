@@ -31,8 +31,9 @@ soundness (the counters and their classes are the table of :mod:`witprobe.self_c
     ``witness_violation``       a ``viol_*`` self-check counter is nonzero (or absent: fail closed);
     ``flip_in_certified_region`` a ``flip_in_cert*`` counter is nonzero.
 
-Exit code: 0 every snapshot passes, 1 any fails, 2 no input. Standard library only (with
-:mod:`witprobe.self_checks`, itself standard library only).
+Exit code: 0 every snapshot passes, 1 any fails, 2 no input or a corrupt snapshot file (not JSON or
+not a JSON object: one line naming the file), 130 interrupted, 141 broken pipe. A snapshot that
+parses but is not a valid record is a ``snapshot_invalid`` failure (exit 1). Standard library only.
 """
 
 from __future__ import annotations
@@ -350,16 +351,10 @@ def check(snap: Any, exp: Expectations | None = None, source: str = "<snapshot>"
 
 
 def check_file(path: Path, exp: Expectations) -> GateResult:
-    try:
-        snap = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as e:
-        res = GateResult(str(path), False, "coverage", [
-            StageResult("coverage", "fail", [Finding("snapshot_invalid", str(path), f"unreadable: {e}")]),
-            StageResult("magnitude", "invalidated", invalidated_by="coverage"),
-            StageResult("soundness", "invalidated", invalidated_by="coverage"),
-        ])
-        return res
-    return check(snap, exp, str(path))
+    """Gate one snapshot file; :class:`witprobe.cliutil.InputError` if it is not a JSON object."""
+    from witprobe.cliutil import read_json_object
+
+    return check(read_json_object(Path(path)), exp, str(path))
 
 
 def format_result(r: GateResult) -> str:
@@ -387,8 +382,11 @@ def _parse_layers(text: str | None) -> int | tuple[int, ...] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from witprobe.cliutil import add_version, run_handler
+
     ap = argparse.ArgumentParser(prog="python -m witprobe.gate", description="Acceptance gate for probe snapshots "
                                  "(coverage -> magnitude -> soundness). Exit 0 pass, 1 fail, 2 no input.")
+    add_version(ap)
     ap.add_argument("snapshots", nargs="*", help="snapshot JSON files (globs are expanded)")
     ap.add_argument("--expect-layers", help="number of observed layers N, or a list 3,17")
     ap.add_argument("--expect-paths", default="", help="comma-separated write paths that must be taken")
@@ -398,6 +396,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--magnitude-limit", type=float, default=MAGNITUDE_LIMIT)
     ap.add_argument("--json", action="store_true", help="print one JSON record per snapshot")
     args = ap.parse_args(argv)
+    return run_handler(_run, args, "witprobe.gate")
+
+
+def _run(args: argparse.Namespace) -> int:
     paths: list[Path] = []
     missing: list[str] = []
     for pattern in args.snapshots:

@@ -8,6 +8,10 @@ kernel-checked theorems cannot be confirmed without Coq and is refused); Lean li
 arithmetic obligations; the certificate's verdict (a ``fail`` verdict fails the check); finally
 the whole certificate re-assembled from these against ``certificate.json``, naming every JSON path
 that differs.
+
+A file that cannot be read at all (not JSON, not an object, a foreign schema, a ``run.json`` the
+derivation cannot parse) raises :class:`witprobe.cliutil.InputError` (exit 2), naming the file
+and the field; a well-formed file that differs is a problem (exit 1).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 
 from witprobe.certify.certificate import CERT_SCHEMA, OBLIGATIONS_FILE, assemble, sha256_text
 from witprobe.certify.derive import Derivation, DeriveError, derive
+from witprobe.cliutil import InputError, read_json_object
 from witprobe.certify.kernels import KERNEL_MODES, KernelOutcomes, LeanOutcome, coq_check, lean_check
 from witprobe.formal import coq_runner
 from witprobe.formal.coq_runner import CoqOutcome, TheoremStatus
@@ -77,29 +82,28 @@ def check_dir(directory: Path) -> CheckResult:
             res.problems.append(f"{p} is missing")
     if res.problems:
         return res
-    run_text = run_path.read_text(encoding="utf-8")
     try:
-        cert = json.loads(cert_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        res.problems.append(f"certificate.json is not valid JSON: {e}")
-        return res
-    if not isinstance(cert, dict) or cert.get("schema") != CERT_SCHEMA:
-        schema = cert.get("schema") if isinstance(cert, dict) else None
+        run_text = run_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(run_path, "", f"cannot be read ({e})") from None
+    cert = read_json_object(cert_path)
+    if cert.get("schema") != CERT_SCHEMA:
+        schema = cert.get("schema")
         hint = (" (schema /1 predates claim theorems checked by a kernel: re-run `certify run`)"
                 if schema == "witprobe-certificate/1" else "")
-        res.problems.append(f"certificate.json: schema is {schema!r}, not {CERT_SCHEMA!r}{hint}")
-        return res
+        raise InputError(cert_path, "schema", f"{schema!r} is not {CERT_SCHEMA!r}{hint}")
     run_sha = sha256_text(run_text)
     if cert.get("run_json_sha256") != run_sha:
         res.problems.append(
             f"run.json sha256 {run_sha} differs from certificate.json run_json_sha256 {cert.get('run_json_sha256')}"
         )
+    run = read_json_object(run_path, schema_prefix="witprobe-run/")
     try:
-        run = json.loads(run_text)
         deriv = derive(run)
-    except (json.JSONDecodeError, DeriveError, ValueError) as e:
-        res.problems.append(f"run.json cannot be re-derived: {e}")
-        return res
+    except DeriveError as e:  # the message names the field (e.g. "layers[3].read: ...")
+        raise InputError(run_path, "", f"cannot be derived: {e}") from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        raise InputError(run_path, "", f"malformed ({type(e).__name__}: {e})") from None
     lean_text = render_run(deriv.obligations, run_sha) if deriv.obligations else None
     coq_text = render_coq(deriv.theorems, run_sha) if deriv.theorems else None
     for rel, text in ((COQ_FILE, coq_text), (OBLIGATIONS_FILE, lean_text)):

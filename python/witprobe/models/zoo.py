@@ -153,10 +153,27 @@ MODELS: dict[str, ModelSpec] = {
 DEFAULT_MODEL = "smollm2"
 
 
+def is_path_ref(name: str) -> bool:
+    """Whether ``--model`` names a path (a local model directory or a GGUF file), not a zoo entry."""
+    from pathlib import Path
+
+    return name not in MODELS and ("/" in name or name.endswith(".gguf") or Path(name).exists())
+
+
+def check_model_ref(name: str) -> None:
+    """Raise :class:`ModelError` unless ``name`` is a zoo name or an existing path (nothing is loaded)."""
+    from pathlib import Path
+
+    if is_path_ref(name):
+        if not Path(name).exists():
+            raise ModelError(f"--model {name}: no such file or directory")
+        return
+    if name not in MODELS:
+        raise ModelError(f"unknown model {name!r}; available: {', '.join(sorted(MODELS))}, "
+                         "or a path to a transformers model directory or a .gguf file")
+
+
 def load_model(name: str, **kw: Any) -> LoadedModel:
     """Load a registered model by name."""
-    try:
-        spec = MODELS[name]
-    except KeyError:
-        raise ModelError(f"unknown model {name!r}; available: {', '.join(sorted(MODELS))}") from None
-    return spec.loader(**kw)
+    check_model_ref(name)
+    return MODELS[name].loader(**kw)
