@@ -20,7 +20,7 @@ from witprobe.certify.certificate import assemble
 from witprobe.certify.check import check_dir
 from witprobe.certify.cli import main
 from witprobe.certify.derive import derive
-from witprobe.certify.kernels import KernelOutcomes, coq_check, lean_check
+from witprobe.certify.kernels import KernelOutcomes, coq_check, lean_check, lean_real_check
 from witprobe.certify.pipeline import write_run_dir
 from witprobe.formal import coq_runner
 from witprobe.formal.render_coq import COQ_FILE, render_coq
@@ -110,7 +110,9 @@ def test_a_bound_lowered_below_its_true_value_is_rejected_and_not_certified(libr
     assert "rejected" in outcome.statuses[lowered.theorem].reason
     others = [s for n, s in outcome.statuses.items() if n != lowered.theorem]
     assert {s.status for s in others} == {coq_runner.KERNEL_CHECKED}
-    cert = assemble("1" * 64, deriv, None, None, KernelOutcomes(coq=outcome, lean=lean_check("off", Path("x"), "", "1" * 64, [])))
+    off = KernelOutcomes(coq=outcome, lean=lean_real_check("off", Path("x"), "", "1" * 64, deriv.theorems),
+                         lean_arithmetic=lean_check("off", Path("x"), "", "1" * 64, []))
+    cert = assemble("1" * 64, deriv, None, None, off, None)
     claim = next(c for c in cert["claims"] if c["id"] == victim.claim_id)
     assert claim["tier"] == "empirical" and claim["kernels"]["coq"]["status"] == "rejected"
     assert cert["summary"]["coq"]["rejected"] == [f"Run_1111111111111111.{lowered.theorem}"]

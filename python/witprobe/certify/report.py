@@ -114,6 +114,7 @@ def print_summary(cert: dict[str, Any], out: TextIO) -> None:
     for line in format_coverage(cert.get("coverage", [])):
         print(f"  {line}", file=out)
     lean = cert["kernels"]["lean"]
+    arith = cert["kernels"]["lean_arithmetic"]
     coq = cert["kernels"]["coq"]
     checks = cert["self_checks"]
     bad = {k: v["count"] for k, v in checks.items() if not v["ok"]}
@@ -130,11 +131,18 @@ def print_summary(cert: dict[str, Any], out: TextIO) -> None:
     if sc["rejected"]:
         line += f"; REJECTED: {', '.join(sc['rejected'])}"
     print(line, file=out)
+    sl = s["lean"]
+    line = f"lean: {sl['kernel_checked']}/{sl['theorems']} kernel-checked"
+    if lean["status"] != "checked" and lean["reason"]:
+        line += f" ({lean['status']}: {lean['reason']})"
+    if sl["failed"]:
+        line += f"; FAILED: {', '.join(sl['failed'])}"
+    print(line, file=out)
     n = len(cert["obligations"])
     kc = sum(1 for o in cert["obligations"] if o["status"] == "kernel_checked")
-    line = f"lean: {lean['status']} ({kc}/{n} arithmetic obligations checked; arithmetic does not certify)"
-    if lean["reason"]:
-        line += f": {lean['reason']}"
+    line = f"lean arithmetic: {arith['status']} ({kc}/{n} obligations checked; arithmetic does not certify)"
+    if arith["reason"]:
+        line += f": {arith['reason']}"
     print(line, file=out)
     for f in cert["failures"]:
         print(f"FAILED: {f}", file=out)
