@@ -180,3 +180,16 @@ def test_check_compares_run_real_lean_byte_for_byte(tmp_path, smollm2_run, capsy
     path.unlink()
     assert main(["check", str(out)]) == 1
     assert f"{LEAN_REAL_FILE} is missing" in capsys.readouterr().out
+
+
+def test_show_refuses_a_certificate_of_another_schema_with_one_line(tmp_path, smollm2_run, capsys):
+    out = tmp_path / "run"
+    write_run_dir(smollm2_run, out, "off", coq_mode="off")
+    cert = json.loads((out / "certificate.json").read_text())
+    cert["schema"] = "witprobe-certificate/2"
+    (out / "certificate.json").write_text(json.dumps(cert))
+    assert main(["show", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "schema is 'witprobe-certificate/2'" in err and "Traceback" not in err
+    assert main(["check", str(out)]) == 1
+    assert "predates the per-run Lean claim theorems" in capsys.readouterr().out

@@ -179,7 +179,18 @@ def _cmd_show(args: argparse.Namespace) -> int:
     if not path.is_file():
         print(f"error: {path} not found", file=sys.stderr)
         return EXIT_USAGE
-    cert = json.loads(path.read_text(encoding="utf-8"))
+    from witprobe.certify.certificate import CERT_SCHEMA
+
+    try:
+        cert = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        print(f"error: {path} is not valid JSON: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    schema = cert.get("schema") if isinstance(cert, dict) else None
+    if schema != CERT_SCHEMA:
+        print(f"error: {path}: schema is {schema!r}, not {CERT_SCHEMA!r}; re-run `certify run` (or `certify check` "
+              "to see what differs)", file=sys.stderr)
+        return EXIT_USAGE
     print_table(cert, sys.stdout)
     print_summary(cert, sys.stdout)
     return EXIT_OK
