@@ -106,6 +106,16 @@ def print_pooling(cert: dict[str, Any], out: TextIO) -> None:
                   f"{_num(e['eff_frac_mean'], '{:.2f}'):>5}", file=out)
 
 
+def _kernel_line(name: str, summary: dict[str, Any], outcome: dict[str, Any], refused: str) -> str:
+    """``coq: 30/30 kernel-checked`` (+ why not checked, + the theorems the kernel refused)."""
+    line = f"{name}: {summary['kernel_checked']}/{summary['theorems']} kernel-checked"
+    if outcome["status"] != "checked" and outcome["reason"]:
+        line += f" ({outcome['status']}: {outcome['reason']})"
+    if summary[refused]:
+        line += f"; {refused.upper()}: {', '.join(summary[refused])}"
+    return line
+
+
 def print_summary(cert: dict[str, Any], out: TextIO) -> None:
     from witprobe.certify.coverage import format_coverage
 
@@ -124,20 +134,8 @@ def print_summary(cert: dict[str, Any], out: TextIO) -> None:
         print(f"largest certified-form bound: {s['worst_bound']['bound']['decimal_up']} ({s['worst_bound']['claim']})",
               file=out)
     print(f"self-checks: {'all 0' if not bad else bad}", file=out)
-    sc = s["coq"]
-    line = f"coq: {sc['kernel_checked']}/{sc['theorems']} kernel-checked"
-    if coq["status"] != "checked" and coq["reason"]:
-        line += f" ({coq['status']}: {coq['reason']})"
-    if sc["rejected"]:
-        line += f"; REJECTED: {', '.join(sc['rejected'])}"
-    print(line, file=out)
-    sl = s["lean"]
-    line = f"lean: {sl['kernel_checked']}/{sl['theorems']} kernel-checked"
-    if lean["status"] != "checked" and lean["reason"]:
-        line += f" ({lean['status']}: {lean['reason']})"
-    if sl["failed"]:
-        line += f"; FAILED: {', '.join(sl['failed'])}"
-    print(line, file=out)
+    print(_kernel_line("coq", s["coq"], coq, "rejected"), file=out)
+    print(_kernel_line("lean", s["lean"], lean, "failed"), file=out)
     n = len(cert["obligations"])
     kc = sum(1 for o in cert["obligations"] if o["status"] == "kernel_checked")
     line = f"lean arithmetic: {arith['status']} ({kc}/{n} obligations checked; arithmetic does not certify)"

@@ -11,39 +11,25 @@ from input text reaches the file; the output is byte-stable for a fixed list of 
 
 from __future__ import annotations
 
-from functools import lru_cache
-from importlib import resources
 from typing import Sequence
-
-import jinja2
 
 from witprobe import __version__
 from witprobe.formal.claim_theorems import UNIT_DEN, ClaimTheorem
 from witprobe.formal.lint import lint_text
 from witprobe.formal.obligations import ObligationError
-from witprobe.formal.render_coq import coq_module
+from witprobe.formal.render import add_axiom_lines, template
+from witprobe.formal.render_coq import check_theorem_list, coq_module
 
 LEAN_REAL_FILE = "obligations/run_real.lean"
 _CLAIM_MARK = "-- claim "
 
 
-@lru_cache(maxsize=1)
-def _template() -> jinja2.Template:
-    text = resources.files("witprobe.formal").joinpath("templates/run_real.lean.j2").read_text(encoding="utf-8")
-    env = jinja2.Environment(autoescape=False, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
-    return env.from_string(text)
-
-
 def render_lean_real(theorems: Sequence[ClaimTheorem], run_sha: str) -> str:
     """The ``.lean`` text of a run's claim theorems (refuses duplicates and forbidden tokens)."""
-    if not theorems:
-        raise ObligationError("no claim theorems to render")
-    names = [t.theorem for t in theorems]
-    if len(set(names)) != len(names):
-        raise ObligationError(f"duplicate theorem names in {names}")
+    check_theorem_list(theorems)
     if any(not t.lean_statement or not t.lean_proof for t in theorems):
         raise ObligationError("a claim theorem has no Lean statement or proof")
-    text = _template().render(version=__version__, run_sha=run_sha, module=coq_module(run_sha),
+    text = template("run_real.lean.j2").render(version=__version__, run_sha=run_sha, module=coq_module(run_sha),
                               theorems=list(theorems), unit_den=UNIT_DEN)
     bad = lint_text(text)
     if bad:
@@ -70,10 +56,5 @@ def theorem_spans(text: str, run_sha: str) -> tuple[dict[str, list[tuple[int, in
         name = decl[len("theorem "):].split(" ", 1)[0]
         spans[name] = [(i + 1, stop)]
         qualified[name] = f"{module}.{name}"
-    for i, ln in enumerate(lines):
-        if ln.startswith("#print axioms "):
-            full = ln[len("#print axioms "):].strip()
-            for name, q in qualified.items():
-                if q == full:
-                    spans[name].append((i + 1, i + 1))
+    add_axiom_lines(lines, qualified, spans)
     return spans, qualified
