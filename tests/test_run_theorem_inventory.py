@@ -18,7 +18,9 @@ It also checks, in exact rational arithmetic, that every numeric goal the Lean p
 from __future__ import annotations
 
 import json
+import math
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,9 +29,12 @@ import pytest
 import witprobe.certify.derive as derive_mod
 from witprobe.calculus import rounding
 from witprobe.certify.certificate import sha256_text
-from witprobe.formal.claim_theorems import ClaimTheorem, claim_theorem, lean_side_condition
+from witprobe.formal.claim_theorems import lean_side_condition
 from witprobe.formal.render_coq import coq_module, render_coq
 from witprobe.formal.render_lean_real import render_lean_real, theorem_spans
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from claim_shapes import every_form  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = {name: ROOT / "artifacts" / "coverage" / name / "run.json" for name in ("smollm2-int8", "mla-int8", "v4-int8")}
@@ -161,34 +166,6 @@ def inventory_differences(coq_text: str, lean_text: str) -> list[str]:
     return errs
 
 
-def _every_form(run: dict, monkeypatch: pytest.MonkeyPatch, tag: str = "") -> list[ClaimTheorem]:
-    """The theorem of every non-vacuous form of every layer, in its memory class and at score level."""
-    seen = []
-    real = derive_mod.read_chain
-
-    def spy(form, inp, spec=derive_mod.DENSE_KV):
-        chain = real(form, inp, spec)
-        seen.append((form, inp, chain))
-        return chain
-
-    monkeypatch.setattr(derive_mod, "read_chain", spy)
-    deriv = derive_mod.derive(run)
-    monkeypatch.undo()
-    attn = [c for c in deriv.claims if c.kind == "attn_tv"]
-    assert len(seen) == 3 * len(attn)
-    out: dict[str, ClaimTheorem] = {}
-    for k, claim in enumerate(attn):
-        for form, inp, chain in seen[3 * k:3 * k + 3]:
-            ev = chain.evaluate(0)
-            if ev.vacuous:
-                continue
-            for mclass in (claim.memory_class, "score_level"):
-                th = claim_theorem(claim.id, form, mclass, ev, rounding.to_units_up(inp.q_coef))
-                name = f"{tag}{th.theorem}_{form}_{th.shape}"  # plain latent is score level twice
-                out[name] = ClaimTheorem(**{**th.__dict__, "theorem": name})
-    return list(out.values())
-
-
 @pytest.fixture(scope="module")
 def runs():
     return {name: json.loads(p.read_text()) for name, p in RUNS.items()}
@@ -211,8 +188,8 @@ def test_rendered_run_files_declare_the_same_theorems(runs, name):
     assert all(line.startswith(f"#print axioms {coq_module(sha)}.") for line in tail)
 
 
-def test_every_shape_and_form_corresponds(runs, monkeypatch):
-    theorems = [th for i, run in enumerate(runs.values()) for th in _every_form(run, monkeypatch, f"R{i}_")]
+def test_every_shape_and_form_corresponds(runs):
+    theorems = [th for i, run in enumerate(runs.values()) for th in every_form(run, f"R{i}_")]
     kinds = {(t.form, t.shape) for t in theorems}
     assert kinds >= {("centred", "banded"), ("centred", "latent"), ("centred", "sink"), ("centred", "score"),
                      ("eform", "banded"), ("eform", "latent"), ("eform", "sink"), ("eform", "score"),
@@ -223,19 +200,19 @@ def test_every_shape_and_form_corresponds(runs, monkeypatch):
     assert len(lean_theorems(lean_text)) == len(theorems)
 
 
-def test_plain_banded_form_corresponds(monkeypatch):
+def test_plain_banded_form_corresponds():
     """Qwen3's plain form is non-vacuous: the banded plain shape (hypotheses on Q and W)."""
     run = json.loads((ROOT / "artifacts" / "coverage" / "qwen3-int8" / "run.json").read_text())
-    theorems = [t for t in _every_form(run, monkeypatch) if t.form == "plain" and t.shape == "banded"]
+    theorems = [t for t in every_form(run) if t.form == "plain" and t.shape == "banded"]
     assert theorems
     assert inventory_differences(render_coq(theorems, "b" * 64), render_lean_real(theorems, "b" * 64)) == []
     assert all(len(t.constants) == 3 for t in theorems)
 
 
-def test_every_lean_numeric_side_condition_is_true(runs, monkeypatch):
+def test_every_lean_numeric_side_condition_is_true(runs):
     """What ``norm_num`` must close in each Lean proof holds in exact arithmetic; a bound lowered
     by one unit below what a tight check allows makes it false."""
-    theorems = [th for i, run in enumerate(runs.values()) for th in _every_form(run, monkeypatch, f"R{i}_")]
+    theorems = [th for i, run in enumerate(runs.values()) for th in every_form(run, f"R{i}_")]
     for th in theorems:
         assert lean_side_condition(th.lean_side), th.theorem
         assert th.lean_side.bound == th.constants[-1].value
@@ -243,8 +220,6 @@ def test_every_lean_numeric_side_condition_is_true(runs, monkeypatch):
             assert f"_of_expUpper {th.lean_side.n} " in th.lean_proof
     centred = next(t for t in theorems if t.form == "centred")
     c = centred.lean_side
-    import math
-
     low = type(c)(c.kind, c.t, rounding.from_units(int(math.tanh(float(c.t) / 2) * rounding.UNIT * (1 - 1e-6))), c.n)
     assert not lean_side_condition(low)
 
@@ -309,13 +284,13 @@ def _lemma_conclusion(name: str) -> tuple[list[str], str]:
     raise AssertionError(f"no Lean lemma {name} in {ANALYTIC}")
 
 
-def test_each_lean_statement_is_its_lemma_instantiated(runs, monkeypatch):
+def test_each_lean_statement_is_its_lemma_instantiated(runs):
     """The declared type of every per-run Lean theorem is, token for token, the conclusion of the
     lemma its proof applies with the run's constants substituted: the proof term's type is the
     statement, so only the ``norm_num`` goals are left to the (absent) compiler."""
-    theorems = [th for i, run in enumerate(runs.values()) for th in _every_form(run, monkeypatch, f"R{i}_")]
+    theorems = [th for i, run in enumerate(runs.values()) for th in every_form(run, f"R{i}_")]
     qwen = json.loads((ROOT / "artifacts" / "coverage" / "qwen3-int8" / "run.json").read_text())
-    theorems += _every_form(qwen, monkeypatch, "Q_")
+    theorems += every_form(qwen, "Q_")
     lemmas = set()
     for th in theorems:
         lemma = th.lean_proof.split(" ", 1)[0]
