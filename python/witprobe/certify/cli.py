@@ -113,9 +113,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     out = args.out or default_out(args.model, args.codec)
     prepare_output(out, args.force)
     if args.lean == "required":
-        tc, why = lean_runner.find_toolchain()
-        if tc is None or lean_runner.find_project() is None:
-            print(f"error: --lean required but {why or 'the Lean project (lakefile.lean) was not found'}", file=sys.stderr)
+        missing = _lean_missing()
+        if missing:
+            print(f"error: --lean required but {missing}", file=sys.stderr)
             return EXIT_NO_LEAN
     if args.coq == "required":
         missing = _coq_missing()
@@ -143,12 +143,28 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"greedy tokens agreeing with the uncompressed model (prefix): {sum(agree)}/{total} (a reading)")
     print(f"wrote {out}/run.json, {out}/certificate.json"
           + (f", {out}/obligations/run.v" if produced.coq_text else "")
+          + (f", {out}/obligations/run_real.lean" if produced.lean_real_text else "")
           + (f", {out}/obligations/run.lean" if produced.lean_text else ""))
-    if args.lean == "required" and any(o["status"] != "kernel_checked" for o in cert["obligations"]):
+    if args.lean == "required" and (any(o["status"] != "kernel_checked" for o in cert["obligations"])
+                                    or cert["summary"]["lean"]["kernel_checked"] < cert["summary"]["lean"]["theorems"]):
         return EXIT_FAIL
     if args.coq == "required" and cert["summary"]["coq"]["kernel_checked"] < cert["summary"]["coq"]["theorems"]:
         return EXIT_FAIL
     return EXIT_OK if cert["summary"]["verdict"] == "pass" else EXIT_FAIL
+
+
+def _lean_missing() -> str:
+    """Why Lean cannot check a run here ('' when it can): toolchain, core project, analytic package."""
+    from witprobe.formal import lean_runner
+
+    tc, why = lean_runner.find_toolchain()
+    if tc is None:
+        return why
+    if lean_runner.find_project() is None:
+        return "the Lean project (lakefile.lean declaring package witprobe) was not found; set WITPROBE_LEAN_PROJECT"
+    if lean_runner.find_analytic_project() is None:
+        return ("the analytic Lean package (analytic/lakefile.lean) was not found; set WITPROBE_LEAN_ANALYTIC")
+    return ""
 
 
 def _coq_missing() -> str:
@@ -218,6 +234,7 @@ def _cmd_doctor(_: argparse.Namespace) -> int:
     print(f"coq library: {coq_runner.find_library() or 'not found'}")
     print(f"lean: {tc.version if tc else why}")
     print(f"lean project: {lean_runner.find_project() or 'not found'}")
+    print(f"lean analytic package: {lean_runner.find_analytic_project() or 'not found'}")
     return EXIT_OK
 
 
@@ -225,15 +242,14 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
     from witprobe.certify.campaign_coverage import COVERAGE_MODELS, run_coverage
     from witprobe.certify.pipeline import prepare_output
     from witprobe.certify.progress import Progress
-    from witprobe.formal import lean_runner
 
     if args.quiet:
         quiet_third_party()
     models = tuple(args.models) if args.models else COVERAGE_MODELS
     for name in models:  # before any measurement: every run directory can be replaced
         prepare_output(args.out / f"{name}-{args.codec}", force=True)
-    if args.lean == "required" and lean_runner.find_toolchain()[0] is None:
-        print("error: --lean required but no Lean toolchain was found", file=sys.stderr)
+    if args.lean == "required" and _lean_missing():
+        print(f"error: --lean required but {_lean_missing()}", file=sys.stderr)
         return EXIT_NO_LEAN
     if args.coq == "required" and _coq_missing():
         print(f"error: --coq required but {_coq_missing()}", file=sys.stderr)

@@ -21,13 +21,14 @@ from typing import Any
 
 from witprobe.certify.certificate import OBLIGATIONS_FILE, assemble, canonical_json, sha256_text
 from witprobe.certify.derive import Derivation, derive
-from witprobe.certify.kernels import KernelOutcomes, coq_check, lean_check
+from witprobe.certify.kernels import KernelOutcomes, coq_check, lean_check, lean_real_check
 from witprobe.cliutil import UsageError, check_writable
 from witprobe.formal.render import render_run
 from witprobe.formal.render_coq import COQ_FILE, render_coq
+from witprobe.formal.render_lean_real import LEAN_REAL_FILE, render_lean_real
 
 
-RUN_FILES = ("run.json", "certificate.json", COQ_FILE, OBLIGATIONS_FILE)
+RUN_FILES = ("run.json", "certificate.json", COQ_FILE, LEAN_REAL_FILE, OBLIGATIONS_FILE)
 """Every file a run writes, relative to the run directory."""
 RUN_SUBDIRS = tuple(sorted({str(Path(f).parent) for f in RUN_FILES} - {"."}))
 RUN_SCHEMA_PREFIX = "witprobe-run/"
@@ -78,15 +79,17 @@ class Produced:
     run_text: str
     run_sha: str
     derivation: Derivation
-    lean_text: str | None
-    coq_text: str | None
+    lean_text: str | None  # obligations/run.lean (arithmetic)
+    coq_text: str | None  # obligations/run.v
+    lean_real_text: str | None  # obligations/run_real.lean
     outcomes: KernelOutcomes
     certificate: dict[str, Any]
 
 
 def produce(run: dict[str, Any], lean_mode: str, workdir: Path, lean_timeout_s: float = 600.0,
             coq_mode: str = "auto") -> Produced:
-    """Derive, render, check with Coq and Lean and assemble; files are written under ``workdir``."""
+    """Derive, render (``run.lean``, ``run.v``, ``run_real.lean``), check with Coq and Lean and
+    assemble; files are written under ``workdir``."""
     run_text = canonical_json(run)
     run_sha = sha256_text(run_text)
     deriv = derive(json.loads(run_text))  # derive from exactly what is stored
@@ -101,14 +104,22 @@ def produce(run: dict[str, Any], lean_mode: str, workdir: Path, lean_timeout_s: 
     if coq_text is not None:
         (workdir / COQ_FILE).parent.mkdir(parents=True, exist_ok=True)
         (workdir / COQ_FILE).write_text(coq_text, encoding="utf-8")
+    real_text = render_lean_real(deriv.theorems, run_sha) if deriv.theorems else None
+    real_path = workdir / LEAN_REAL_FILE
+    if real_text is not None:
+        real_path.parent.mkdir(parents=True, exist_ok=True)
+        real_path.write_text(real_text, encoding="utf-8")
     outcomes = KernelOutcomes(
         coq=coq_check(coq_mode, deriv.theorems, run_sha, timeout_s=lean_timeout_s),
-        lean=lean_check(lean_mode, lean_path, lean_text or "", run_sha, deriv.obligations, timeout_s=lean_timeout_s),
+        lean=lean_real_check(lean_mode, real_path, real_text or "", run_sha, deriv.theorems, timeout_s=lean_timeout_s),
+        lean_arithmetic=lean_check(lean_mode, lean_path, lean_text or "", run_sha, deriv.obligations,
+                                   timeout_s=lean_timeout_s),
     )
     cert = assemble(run_sha, deriv, sha256_text(lean_text) if lean_text is not None else None,
-                    sha256_text(coq_text) if coq_text is not None else None, outcomes)
+                    sha256_text(coq_text) if coq_text is not None else None, outcomes,
+                    sha256_text(real_text) if real_text is not None else None)
     (workdir / "certificate.json").write_text(canonical_json(cert), encoding="utf-8")
-    return Produced(run_text, run_sha, deriv, lean_text, coq_text, outcomes, cert)
+    return Produced(run_text, run_sha, deriv, lean_text, coq_text, real_text, outcomes, cert)
 
 
 def prepare_output(out: Path, force: bool) -> None:
