@@ -21,6 +21,7 @@ half-written output. ``--force`` replaces an existing output only if it is empty
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -90,6 +91,13 @@ def _parser() -> argparse.ArgumentParser:
     st.add_argument("--trace", type=Path, default=DEFAULT_FIXTURE, help="recorded trace that fills the pool")
     st.add_argument("--decode-steps", type=int, default=4, help="decode steps per request while filling the pool (default: %(default)s)")
     st.add_argument("--out", type=Path, default=None, help="also write the JSON result here")
+    cp = sub.add_parser("campaign", help="discrimination campaign: 8 registered arms (invalidation x pool x concurrency), adjudicated")
+    cp.add_argument("--out", type=Path, required=True, help="output directory (arms/, findings.json)")
+    cp.add_argument("--trace", type=Path, default=DEFAULT_FIXTURE)
+    cp.add_argument("--accounts", type=int, default=8)
+    cp.add_argument("--decode-steps", type=int, default=None, help="decode steps per request (default: all recorded)")
+    cp.add_argument("--seed", type=int, default=0)
+    cp.add_argument("--force", action="store_true", help="replace a previous campaign output")
     e = sub.add_parser("reads", help="expand a recorded trace's witnesses to an entry-read Parquet trace")
     e.add_argument("--trace", type=Path, default=DEFAULT_FIXTURE)
     e.add_argument("--out", type=Path, required=True)
@@ -117,25 +125,57 @@ def _cmd_simulate(a: argparse.Namespace) -> int:
         return EXIT_USAGE
     out = a.out.absolute()
     try:
-        _check_replaceable(out, a.force)
-    except ValueError as e:
+        with _building(out, a.force, _is_simulate_run, "a ledger simulate run (no simulate manifest.json)") as tmp:
+            write_manifest(cfg, tmp, meta)
+            if cfg.ranks == 1:
+                run_rank(cfg, tmp, 0, progress=not a.quiet)
+            else:
+                run_replicas(cfg, tmp, progress=not a.quiet)
+    except _Refused as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    rep = run_gate(out)
+    print(json.dumps(rep.as_dict(), indent=1, default=str))
+    return EXIT_OK if rep.passed else EXIT_FAIL
+
+
+class _Refused(Exception):
+    """The output cannot be created or replaced (a usage error)."""
+
+
+def _is_simulate_run(d: Path) -> bool:
+    try:
+        man = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(man, dict) and man.get("tool") == "witprobe.ledger simulate"
+
+
+@contextlib.contextmanager
+def _building(out: Path, force: bool, ours, what: str):
+    """Yield a fresh sibling directory; on success rename it to ``out`` (atomically), else remove it.
+
+    An existing ``out`` is replaced only if it is empty, or with ``force`` if ``ours(out)`` says
+    witprobe wrote it; anything else is refused (:class:`_Refused`) and left untouched.
+    """
+    if out.exists():
+        if not out.is_dir():
+            raise _Refused(f"{out} exists and is not a directory")
+        if any(out.iterdir()):
+            if not force:
+                raise _Refused(f"{out} exists and is not empty (use --force)")
+            if not ours(out):
+                raise _Refused(f"{out} is not {what}; --force replaces only those: remove it yourself")
     tmp = out.parent / f".{out.name}.partial-{os.getpid()}"
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp.mkdir()
     except OSError as e:
-        print(f"error: cannot create the output directory next to {out}: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        raise _Refused(f"cannot create the output directory next to {out}: {e}") from None
     try:
-        write_manifest(cfg, tmp, meta)
-        if cfg.ranks == 1:
-            run_rank(cfg, tmp, 0, progress=not a.quiet)
-        else:
-            run_replicas(cfg, tmp, progress=not a.quiet)
+        yield tmp
         old = out.parent / f".{out.name}.replaced-{os.getpid()}"
-        if out.exists():  # checked replaceable above: empty, or a previous simulate run
+        if out.exists():  # checked above: empty, or ours
             out.rename(old)
         tmp.rename(out)
         if old.exists():
@@ -143,28 +183,37 @@ def _cmd_simulate(a: argparse.Namespace) -> int:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    rep = run_gate(out)
-    print(json.dumps(rep.as_dict(), indent=1, default=str))
-    return EXIT_OK if rep.passed else EXIT_FAIL
 
 
-def _check_replaceable(out: Path, force: bool) -> None:
-    """Refuse to overwrite anything but an empty directory or (with --force) a simulate run."""
-    if not out.exists():
-        return
-    if not out.is_dir():
-        raise ValueError(f"{out} exists and is not a directory")
-    if not any(out.iterdir()):
-        return
-    if not force:
-        raise ValueError(f"{out} exists and is not empty (use --force)")
+def _cmd_campaign(a: argparse.Namespace) -> int:
+    from witprobe.campaign.ledger import FINDINGS_FILE, run_campaign
+    from witprobe.ledger.simulate import SimConfig, load_trace
+
+    base = SimConfig(trace=a.trace, accounts=a.accounts, decode_steps=a.decode_steps, seed=a.seed)
     try:
-        man = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        man = None
-    if not isinstance(man, dict) or man.get("tool") != "witprobe.ledger simulate":
-        raise ValueError(f"{out} is not a ledger simulate run (no simulate manifest.json); "
-                         "--force replaces only those: remove it yourself")
+        base.validate()
+        load_trace(base.trace)
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    out = a.out.absolute()
+    try:
+        with _building(out, a.force, lambda d: (d / FINDINGS_FILE).is_file(), "a ledger campaign (no findings.json)") as tmp:
+            body = run_campaign(tmp, base)
+    except _Refused as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"{'arm':<16} {'reads':>9} {'corrupted':>9} {'acc_pm':>6} {'evictions':>9} {'reuses':>6} {'hits':>5}  gate")
+    for name, arm in body["arms"].items():
+        g = arm["registered"]
+        print(f"{name:<16} {arm['reads']:>9} {arm['corrupted_reads']:>9} {arm['acc_pm']:>6} {g['evictions']:>9} "
+              f"{g['reuses']:>6} {g['prefix_hits']:>5}  {'pass' if arm['gate_passed'] else 'FAIL ' + ','.join(arm['gate_failed'])}")
+    for f in body["findings"]:
+        tail = f"effect {f['effect_pm']:+d} per mille" if f["verdict"] == "accepted" else f["reason"]
+        print(f"{f['verdict'].upper():<8} {f['comparison']}: {f['claim']} ({f['a']} vs {f['b']}"
+              f"{', mediators ' + '+'.join(f['mediators']) if f['mediators'] else ''}): {tail}")
+    print(f"findings: {out / FINDINGS_FILE}")
+    return EXIT_OK
 
 
 def _cmd_sentinel(a: argparse.Namespace) -> int:
@@ -291,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     handler = {"simulate": _cmd_simulate, "gate": _cmd_gate, "verify": _cmd_verify, "replay": _cmd_replay,
                "record": _cmd_record, "reads": _cmd_reads, "live": _cmd_live,
-               "sentinel": _cmd_sentinel}[args.command]
+               "sentinel": _cmd_sentinel, "campaign": _cmd_campaign}[args.command]
     try:
         return handler(args)
     except KeyboardInterrupt:

@@ -19,6 +19,7 @@ Record kinds read here (all bodies carry ``rank``; every count is a nonnegative 
 ``fail_closed``    ``n_entries`` written exact because the batch could not be attributed
 ``identity_fallback`` ``n_rows`` identified only by the sequence-length fallback
 ``account_close``  ``uid``, ``draw_digest`` and totals (checked by ``verify``)
+``pool_stats``     per family: ``evictions``, ``reuses``, ``prefix_hits``, ... (end of run)
 ``close``          clean shutdown
 ================== ==================================================================================
 
@@ -95,6 +96,7 @@ class RankDerived:
     identity_fail_closed_batches: int = 0
     uid_group_fallbacks: int = 0
     pool: dict[str, Any] | None = None
+    pool_stats: dict[str, Any] | None = None
     n_read_checks: int = 0
     n_write_events: int = 0
     unopened_uids: set[int] = field(default_factory=set)
@@ -163,6 +165,8 @@ def derive_rank(path: Path | str) -> RankDerived:
             out.accounts[uid] = AccountDerived(uid, kind_a, body.get("rid"), eprocess=EProcess(**params))
         elif kind == "pool":
             out.pool = {k: body.get(k) for k in ("namespaces_disjoint", "invalidate_on_reuse", "families")}
+        elif kind == "pool_stats":
+            out.pool_stats = body.get("families")
         elif kind == "fail_closed":
             out.identity_fail_closed += _count(body, "n_entries", seq)
             out.identity_fail_closed_batches += 1
@@ -272,6 +276,8 @@ def compare_summary(snap: dict[str, Any], d: RankDerived) -> list[str]:
     for k in ("namespaces_disjoint", "invalidate_on_reuse"):
         if d.pool is None or pool.get(k) != d.pool.get(k):
             diffs.append(f"pool.{k} {pool.get(k)!r}, journal {None if d.pool is None else d.pool.get(k)!r}")
+    if d.pool_stats is not None and pool.get("families") != d.pool_stats:
+        diffs.append("pool.families (evictions, reuses, ...) differ from the journal's pool_stats")
     for k, v in (("n_read_checks", d.n_read_checks), ("n_write_events", d.n_write_events)):
         if snap.get(k) != v:
             diffs.append(f"{k} {snap.get(k)!r}, journal {v}")

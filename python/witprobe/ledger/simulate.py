@@ -80,6 +80,8 @@ class SimConfig:
     seed: int = 0
     synchronous: str = "NORMAL"
     ledger: bool = True  # False: the baseline for overhead ratios (exact writes, no checks, no journal events)
+    max_active: int = 0  # requests in flight at once (0: all admitted together); admission in order
+    pool_extra_tokens: int = 0  # pool capacity beyond the users' need; warmup fills only the base capacity
 
     def validate(self) -> None:
         if self.fault not in FAULTS:
@@ -88,6 +90,8 @@ class SimConfig:
             raise ValueError("accounts, workers and ranks must be positive")
         if self.prefill_chunk < 1 or self.max_rows < 1:
             raise ValueError("prefill_chunk and max_rows must be positive")
+        if self.max_active < 0 or self.pool_extra_tokens < 0:
+            raise ValueError("max_active and pool_extra_tokens must be nonnegative")
         for name in FAMILIES:
             for what, d in (("auth_thr", self.auth_thr), ("read_thr", self.read_thr), ("page_size", self.page_size)):
                 if name not in d:
@@ -221,6 +225,8 @@ class Engine:
         n_pages = {}
         lcm = int(np.lcm.reduce([self.cfg.page_size[f] for f in FAMILIES]))
         tokens = sum(-(-u.length // lcm) * lcm for u in users) + 2 * lcm  # equal token capacity per family
+        self.warmup_tokens = tokens
+        tokens += -(-self.cfg.pool_extra_tokens // lcm) * lcm
         for fam in FAMILIES:
             n_pages[fam] = tokens // self.cfg.page_size[fam]
         self.pool = PagedPool([FamilySpec(f, self.cfg.page_size[f]) for f in FAMILIES], n_pages, self.n_ns,
@@ -510,7 +516,7 @@ def _warmups(users: list[Request], recs: list[RecordedRequest], eng: Engine) -> 
     assert eng.pool is not None
     fams = list(eng.pool.families.values())
     lcm = int(np.lcm.reduce([F.page_size for F in fams]))
-    cap = min(F.n_pages * F.page_size for F in fams)
+    cap = eng.warmup_tokens  # the base capacity (extra capacity stays free)
     first = users[0].prompt_len
     out = [Request(rid=None, rec=users[0].rec, length=first, prompt_len=first, salt=0, warmup=True)]
     total, k = -(-first // lcm) * lcm, 0
@@ -552,11 +558,19 @@ def serve(cfg: SimConfig, out: Path, rank: int = 0, progress: bool = False) -> t
         _cache_own_pages(eng, w)
         eng.finish(w)
     t_warm = time.perf_counter() - t0
-    # users: admitted together, the repeated prompt (users[0]) last
-    for u in users[1:] + users[:1]:
-        eng.admit(u)
+    # users: admitted in order, the repeated prompt (users[0]) last; all together unless max_active
+    queue = users[1:] + users[:1]
+    if not cfg.max_active:
+        for u in queue:
+            eng.admit(u)
+        queue, ready = [], list(users)
+    else:
+        ready = []
+        while queue and len(ready) < cfg.max_active:
+            u = queue.pop(0)
+            eng.admit(u)
+            ready.append(u)
     rng = random.Random(cfg.seed * 1000003 + 17)
-    ready = list(users)
     inflight: dict[cf.Future, list[tuple[Request, int, int]]] = {}
     n_batches = 0
     with cf.ThreadPoolExecutor(max_workers=cfg.workers, thread_name_prefix="ledger-worker") as ex:
@@ -587,6 +601,10 @@ def serve(cfg: SimConfig, out: Path, rank: int = 0, progress: bool = False) -> t
                         acc = eng.book.get(r.uid) if r.uid is not None else None
                         if acc is not None:
                             eng.journal.append("account_close", {"rank": rank, **_close_body(acc.record())})
+                        if queue:  # a slot is free: admit the next request
+                            nxt = queue.pop(0)
+                            eng.admit(nxt)
+                            ready.append(nxt)
                     else:
                         ready.append(r)
             if progress:
@@ -597,6 +615,7 @@ def serve(cfg: SimConfig, out: Path, rank: int = 0, progress: bool = False) -> t
         print(flush=True)
     eng.journal.append("account_close", {"rank": rank, **_close_body(eng.book.get(WARMUP_UID).record())})
     snap = eng.snapshot()
+    eng.journal.append("pool_stats", {"rank": rank, "families": snap["pool"]["families"]})
     snap["timing"] = {"wall_s": wall, "warmup_s": t_warm, "batches": n_batches,
                       "write_events_per_s": eng.n_write_events / wall, "read_checks_per_s": eng.n_read_checks / wall}
     snap["users"] = [{"rid": u.rid, "uid": u.uid, "prompt_len": u.prompt_len, "length": u.length, "prefix_hit_len": u.hit_len,
@@ -630,8 +649,13 @@ def _cache_own_pages(eng: Engine, r: Request) -> None:
                 tab.page_hashes[page] = (hashes[i], r.uid if r.uid is not None else WARMUP_UID)
 
 
-def write_manifest(cfg: SimConfig, out: Path, meta: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What was submitted: the gate compares the ledger against this, never against itself."""
+def write_manifest(cfg: SimConfig, out: Path, meta: dict[str, Any] | None = None,
+                   require_coupling: bool = True) -> dict[str, Any]:
+    """What was submitted: the gate compares the ledger against this, never against itself.
+
+    ``require_coupling=False`` declares a single-replica run whose coupling is not evaluated
+    (the gate lists it under ``not_evaluated``); ``simulate`` always requires it.
+    """
     man = {
         "tool": "witprobe.ledger simulate",
         "config": cfg.as_dict(),
@@ -639,6 +663,7 @@ def write_manifest(cfg: SimConfig, out: Path, meta: dict[str, Any] | None = None
             "user_requests": [f"req-{i}" for i in range(cfg.accounts)],
             "ranks": cfg.ranks,
             "delta_req": fraction_text(cfg.delta_req),
+            "require_coupling": require_coupling,
         },
         "trace_model": (meta or {}).get("model"),
     }
