@@ -70,6 +70,20 @@ def check_compatible(cfg: MeasureConfig, loaded: LoadedModel) -> None:
         d = head_dim_of(mc)
         if d % cfg.bands:
             raise ValueError(f"--bands {cfg.bands} does not divide the head dimension {d} of {cfg.model}")
+    limit = absolute_positions(mc)
+    if limit is not None:  # learned absolute positions: no position beyond the table exists
+        for i, prompt in enumerate(cfg.prompts):
+            n = int(_encode(loaded.tokenizer, prompt)["input_ids"].shape[1])
+            if n + cfg.max_new_tokens > limit:
+                raise ValueError(f"prompt {i + 1} ({n} tokens) plus --max-new-tokens {cfg.max_new_tokens} exceeds the "
+                                 f"{limit} absolute positions of {cfg.model}")
+
+
+def absolute_positions(config: Any) -> int | None:
+    """The size of a learned absolute-position table (GPT-2's ``n_positions``), else ``None``."""
+    if getattr(config, "model_type", "") == "gpt2":
+        return int(config.n_positions)
+    return None
 
 
 def environment() -> dict[str, str]:
@@ -144,8 +158,8 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
         "environment": environment(),
         "model": {
             "name": cfg.model,
-            "family": spec.family if spec else "unregistered",
-            "memory_class": spec.memory_class if spec else "+".join(sorted(set(kinds))),
+            "family": spec.family if spec else (loaded.family or "unregistered"),
+            "memory_class": spec.memory_class if spec else (loaded.memory_class or "+".join(sorted(set(kinds)))),
             "num_layers": num_layers,
             "num_heads": mc.num_attention_heads,
             "num_kv_heads": getattr(mc, "num_key_value_heads", mc.num_attention_heads),

@@ -25,7 +25,9 @@ def text_config(config: Any) -> Any:
     return get(decoder=True) if callable(get) else config
 
 
-KNOWN_LAYER_TYPES = ("full_attention", "indexed_attention", "linear_attention")
+KNOWN_LAYER_TYPES = ("full_attention", "sliding_attention", "indexed_attention", "linear_attention")
+"""A ``sliding_attention`` layer keeps every entry in its witness layer; the model's sliding-window
+mask hides the old ones, so what attention reads (and what is metered) is exactly the window."""
 V4_KINDS = {
     "compressed_sparse_attention": "v4_csa",
     "heavily_compressed_attention": "v4_hca",
@@ -51,6 +53,8 @@ def layer_kinds(config: Any) -> list[str]:
     for t in types:
         if t == "linear_attention":
             kinds.append("recurrent")
+        elif t == "sliding_attention" and latent:
+            raise LayoutError("sliding-window attention over a latent cache is not supported")
         elif t == "indexed_attention":
             if not latent:
                 raise LayoutError("indexed attention without a latent cache is not supported")
