@@ -155,7 +155,7 @@ def run_handler(handler: Callable[[argparse.Namespace], int], args: argparse.Nam
         sys.stdout.flush()  # a broken pipe surfaces here, inside the handler's contract
         return code
     except UsageError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print("error: " + " ".join(str(e).split()), file=sys.stderr)  # always one line
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)

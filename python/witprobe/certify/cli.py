@@ -51,6 +51,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--bands", type=int, default=4, help="bands per entry for the codec and witness (default: %(default)s)")
     r.add_argument("--max-new-tokens", type=int, default=24, help="greedy tokens per prompt (default: %(default)s)")
     r.add_argument("--prompt", action="append", default=None, help="a prompt (repeatable; default: %d built-in prompts)" % len(DEFAULT_PROMPTS))
+    r.add_argument("--prompts", type=Path, default=None, metavar="FILE",
+                   help="prompts from a file: plain text, one per line, or .jsonl with chat messages "
+                        "({\"messages\": [{\"role\": ..., \"content\": ...}]}); chat templates are applied when the "
+                        "tokenizer has one")
     r.add_argument("--keys-only", action="store_true", help="compress keys only (values stay exact)")
     r.add_argument("--no-reference", action="store_true", help="skip the uncompressed reference generation")
     r.add_argument("--out", type=Path, default=None, help="output directory (default: runs/<model>-<codec>-<UTC time>)")
@@ -98,11 +102,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from witprobe.formal import lean_runner
     from witprobe.models.zoo import ModelError, check_model_ref, load_model
 
+    from witprobe.certify.prompts import read_prompts
+
     if args.quiet:
         quiet_third_party()
+    if args.prompt and args.prompts:
+        raise UsageError("--prompt and --prompts FILE cannot be combined; put every prompt in the file")
+    prompts = read_prompts(args.prompts) if args.prompts else tuple(args.prompt) if args.prompt else DEFAULT_PROMPTS
     cfg = MeasureConfig(
         model=args.model, codec=args.codec, bands=args.bands, compress_values=not args.keys_only,
-        max_new_tokens=args.max_new_tokens, prompts=tuple(args.prompt) if args.prompt else DEFAULT_PROMPTS,
+        max_new_tokens=args.max_new_tokens, prompts=prompts,
         reference=not args.no_reference,
     )
     try:

@@ -17,6 +17,7 @@ import torch
 from witprobe import __version__
 from witprobe.certify.progress import Progress, TokenProgress
 from witprobe.kinds.registry import KINDS
+from witprobe.certify.prompts import Prompt, encode, is_valid
 from witprobe.memory.codecs import Codec, make_codec
 from witprobe.models.zoo import MODELS, LoadedModel
 from witprobe.probe.layouts import layer_kinds, text_config, witness_cache_for
@@ -51,15 +52,15 @@ class MeasureConfig:
     bands: int = 4
     compress_values: bool = True
     max_new_tokens: int = 24
-    prompts: tuple[str, ...] = DEFAULT_PROMPTS
+    prompts: tuple[Prompt, ...] = DEFAULT_PROMPTS  # strings or chats (tuples of messages)
     reference: bool = True
 
     def validate(self) -> None:
         make_codec(self.codec, self.bands)  # raises CodecError naming the problem
         if not isinstance(self.max_new_tokens, int) or not 1 <= self.max_new_tokens <= 4096:
             raise ValueError(f"max_new_tokens must be an integer in [1, 4096], got {self.max_new_tokens!r}")
-        if not self.prompts or not all(isinstance(p, str) and p.strip() for p in self.prompts):
-            raise ValueError("prompts must be a nonempty list of nonempty strings")
+        if not self.prompts or not all(is_valid(p) for p in self.prompts):
+            raise ValueError("prompts must be a nonempty list of nonempty strings or chats")
 
 
 def head_dim_of(config: Any) -> int:
@@ -74,6 +75,20 @@ def check_compatible(cfg: MeasureConfig, loaded: LoadedModel) -> None:
         d = head_dim_of(mc)
         if d % cfg.bands:
             raise ValueError(f"--bands {cfg.bands} does not divide the head dimension {d} of {cfg.model}")
+    limit = absolute_positions(mc)
+    if limit is not None:  # learned absolute positions: no position beyond the table exists
+        for i, prompt in enumerate(cfg.prompts):
+            n = int(_encode(loaded.tokenizer, prompt)["input_ids"].shape[1])
+            if n + cfg.max_new_tokens > limit:
+                raise ValueError(f"prompt {i + 1} ({n} tokens) plus --max-new-tokens {cfg.max_new_tokens} exceeds the "
+                                 f"{limit} absolute positions of {cfg.model}")
+
+
+def absolute_positions(config: Any) -> int | None:
+    """The size of a learned absolute-position table (GPT-2's ``n_positions``), else ``None``."""
+    if getattr(config, "model_type", "") == "gpt2":
+        return int(config.n_positions)
+    return None
 
 
 def environment() -> dict[str, str]:
@@ -88,12 +103,8 @@ def environment() -> dict[str, str]:
     }
 
 
-def _encode(tokenizer: Any, prompt: str) -> dict[str, torch.Tensor]:
-    if getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(
-            [{"role": "user", "content": prompt}], add_generation_prompt=True, return_tensors="pt", return_dict=True
-        )
-    return tokenizer(prompt, return_tensors="pt")
+def _encode(tokenizer: Any, prompt: Prompt) -> dict[str, torch.Tensor]:
+    return encode(tokenizer, prompt)
 
 
 def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None = None) -> dict[str, Any]:
@@ -140,8 +151,8 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
         "environment": environment(),
         "model": {
             "name": cfg.model,
-            "family": spec.family if spec else "unregistered",
-            "memory_class": spec.memory_class if spec else "+".join(sorted(set(kinds))),
+            "family": spec.family if spec else (loaded.family or "unregistered"),
+            "memory_class": spec.memory_class if spec else (loaded.memory_class or "+".join(sorted(set(kinds)))),
             "num_layers": num_layers,
             "num_heads": mc.num_attention_heads,
             "num_kv_heads": getattr(mc, "num_key_value_heads", mc.num_attention_heads),
@@ -153,7 +164,7 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
             "bands": cfg.bands,
             "compress_values": cfg.compress_values,
             "max_new_tokens": cfg.max_new_tokens,
-            "prompts": list(cfg.prompts),
+            "prompts": [p if isinstance(p, str) else [dict(m) for m in p] for p in cfg.prompts],
         },
         "requests": requests,
         "layers": layers,

@@ -25,6 +25,8 @@ class LoadedModel:
     model: Any
     tokenizer: Any
     provenance: dict[str, Any] = field(default_factory=dict)
+    family: str = ""  # for a model outside the zoo (a zoo model's family is its ModelSpec's)
+    memory_class: str = ""
 
 
 
@@ -174,6 +176,10 @@ def check_model_ref(name: str) -> None:
 
 
 def load_model(name: str, **kw: Any) -> LoadedModel:
-    """Load a registered model by name."""
+    """Load a registered model by name, or a local model directory / GGUF file by path."""
     check_model_ref(name)
+    if is_path_ref(name):
+        from witprobe.models.local import load_local
+
+        return load_local(name, **kw)
     return MODELS[name].loader(**kw)

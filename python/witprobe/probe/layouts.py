@@ -46,6 +46,10 @@ def layer_kinds(config: Any) -> list[str]:
     kinds = []
     for t in types:
         match = [k for k in candidates if k.layer_type == t and k.latent_cache in (None, latent)]
+        if not match and t == "sliding_attention" and not latent:
+            # a sliding-window layer of a dense model: the model's own sliding mask limits what is
+            # read, so the window is metered exactly by the dense witness layer
+            match = [k for k in candidates if k.layer_type == "full_attention" and k.latent_cache in (None, False)]
         if not match:
             raise LayoutError(f"{t.replace('_', ' ')} {'with' if latent else 'without'} a latent cache is not supported")
         kinds.append(match[0].name)
