@@ -229,3 +229,25 @@ def test_row_chunking_does_not_change_what_is_counted(codec):
         assert chunked[key] == whole["read"][key], key
     for key in ("tv_realized", "c_max", "w_max", "eform_excess"):
         assert math.isclose(chunked[key]["max"], whole["read"][key]["max"], rel_tol=1e-12), key
+
+
+def test_the_dense_layer_read_is_the_reference_meter_bit_for_bit():
+    """What production meters (the witness layer's read inputs, then the row meter) equals
+    :func:`witprobe.probe.meters.read_rows`, the tested torch reference, exactly."""
+    from witprobe.probe.meters import read_rows
+
+    g = torch.Generator().manual_seed(4)
+    c = make_codec("int4", BANDS)
+    obs = Observer(1)
+    cache = obs.attach(WitnessCache.for_dense_kv(1, c, c, BANDS, obs))
+    layer = cache.layers[0]
+    keys, _ = layer.update(torch.randn(1, KV_HEADS, TOKENS, DIM, generator=g), torch.randn(1, KV_HEADS, TOKENS, DIM, generator=g))
+    q = 4.0 * torch.randn(1, HEADS, TOKENS, DIM, generator=g)
+    mask = torch.full((1, 1, TOKENS, TOKENS), torch.finfo(torch.float32).min).triu(1)
+    inputs = layer.read_inputs(Attn(), q, keys, mask, DIM ** -0.5)
+    served = read_rows_from_scores(inputs.s_exact, inputs.s_served, inputs.visible, inputs.components, DIM ** -0.5,
+                                   inputs.score_err)
+    ref = read_rows(q, layer.exact_keys, keys, layer.key_band_norms, mask, DIM ** -0.5, HEADS // KV_HEADS)
+    for name in ("tv_realized", "q_coef", "w_max", "c_max", "eform_excess", "plain_bound", "centred_bound",
+                 "eform_bound", "score_err", "score_abs_max", "keys"):
+        assert torch.equal(getattr(served, name), getattr(ref, name)), name

@@ -22,7 +22,7 @@ from torch import nn
 from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
 from witprobe.memory.codecs import Codec
-from witprobe.probe.meters import ScoreComponent, WitnessBatch, band_norms, band_witness, score_error, visibility
+from witprobe.probe.meters import ScoreComponent, WitnessBatch, band_witness, dense_scores, visibility
 
 
 class WriteRecorder(Protocol):
@@ -140,15 +140,9 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
             raise ValueError(f"layer {self.layer_idx}: a sparse read reached a dense KV witness layer")
         if self.keys is None or key.shape != self.keys.shape or key.data_ptr() != self.keys.data_ptr():
             raise ValueError(f"layer {self.layer_idx}: attention read keys that are not the served keys")
-        groups = query.shape[1] // key.shape[1]
-        q = query.to(torch.float64)
-        ke = self.exact_keys.to(torch.float64).repeat_interleave(groups, dim=1)
-        ks = key.to(torch.float64).repeat_interleave(groups, dim=1)
-        s_exact = torch.matmul(q, ke.transpose(-1, -2)) * scaling
-        s_served = torch.matmul(q, ks.transpose(-1, -2)) * scaling
-        comp = ScoreComponent(band_norms(q, self.bands), self.key_band_norms.repeat_interleave(groups, dim=1))
-        return ReadInputs(s_exact, s_served, visibility(mask, s_exact.shape), [comp],
-                          score_err=score_error(q, ks, scaling), width=q.shape[-1])
+        sc = dense_scores(query, self.exact_keys, key, self.key_band_norms, scaling, query.shape[1] // key.shape[1])
+        return ReadInputs(sc.s_exact, sc.s_served, visibility(mask, sc.s_exact.shape), [sc.component],
+                          score_err=sc.score_err, width=query.shape[-1])
 
 
 class WitnessCache(DynamicCache):
