@@ -22,7 +22,7 @@ from witprobe.probe.accumulators import Accumulator
 from witprobe.probe.meters import WitnessBatch, read_rows_from_scores
 from witprobe.probe.observer import Observer, ObserverError, witprobe_attention
 from witprobe.probe.selector import fold_selection, selection_rows
-from witprobe.probe.witness_cache import ReadInputs, WitnessCache
+from witprobe.probe.witness_cache import ReadScores, WitnessCache
 
 BANDS = 4
 HEADS, KV_HEADS, DIM, TOKENS = 4, 2, 16, 12
@@ -149,7 +149,7 @@ def test_the_end_to_end_total_beaten_on_a_certified_selection_counts():
     comp = wc.ScoreComponent(torch.zeros(b, h, q, 1, dtype=torch.float64), torch.zeros(b, h, t, 1, dtype=torch.float64))
     facts = {"cert": torch.ones(b, q, dtype=torch.bool), "m_sel": torch.full((b, q), 0.1, dtype=torch.float64),
              "b_S": torch.zeros(b, q, dtype=torch.float64)}
-    inputs = ReadInputs(s, s, served_vis, [comp], visible_exact=exact_vis, visible_full=exact_vis, row_facts=facts)
+    inputs = ReadScores(s, s, served_vis, [comp], visible_exact=exact_vis, visible_full=exact_vis, row_facts=facts)
     rows = read_rows_from_scores(s, s, served_vis, [comp], 1.0)
     acc = Accumulator()
     Observer._fold_sparse(acc, inputs, rows)
@@ -244,7 +244,7 @@ def test_the_dense_layer_read_is_the_reference_meter_bit_for_bit():
     keys, _ = layer.update(torch.randn(1, KV_HEADS, TOKENS, DIM, generator=g), torch.randn(1, KV_HEADS, TOKENS, DIM, generator=g))
     q = 4.0 * torch.randn(1, HEADS, TOKENS, DIM, generator=g)
     mask = torch.full((1, 1, TOKENS, TOKENS), torch.finfo(torch.float32).min).triu(1)
-    inputs = layer.read_inputs(Attn(), q, keys, mask, DIM ** -0.5)
+    inputs = layer.read_scores(Attn(), q, keys, mask, DIM ** -0.5)
     served = read_rows_from_scores(inputs.s_exact, inputs.s_served, inputs.visible, inputs.components, DIM ** -0.5,
                                    inputs.score_err)
     ref = read_rows(q, layer.exact_keys, keys, layer.key_band_norms, mask, DIM ** -0.5, HEADS // KV_HEADS)
