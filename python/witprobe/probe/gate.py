@@ -133,6 +133,12 @@ class _Findings:
         self.items.append(Finding(failure, where, message))
 
 
+def _slot_objects(snap: Any) -> Iterable[tuple[str, dict[str, Any]]]:
+    """The slots of a snapshot that are objects (the coverage stage reports the others)."""
+    if isinstance(snap, dict):
+        yield from ((k, s) for k, s in _slots(snap).items() if isinstance(s, dict))
+
+
 def _has_witness_checks(counters: dict[str, Any]) -> bool:
     """A slot must carry the band meter's witness self-checks (``viol_*``, :mod:`witprobe.self_checks`)."""
     return any(failure_class(k) == WITNESS_VIOLATION for k in counters)
@@ -273,11 +279,7 @@ def _stat_values(st: dict[str, Any]) -> Iterable[tuple[str, Any]]:
 
 def check_magnitude(snap: Any, exp: Expectations) -> list[Finding]:
     f = _Findings()
-    if not isinstance(snap, dict):
-        return f.items
-    for key, s in _slots(snap).items():
-        if not isinstance(s, dict):
-            continue
+    for key, s in _slot_objects(snap):
         for sk, st in (s.get("stats") or {}).items():
             if not isinstance(st, dict) or not st.get("n"):
                 continue
@@ -308,11 +310,7 @@ def check_magnitude(snap: Any, exp: Expectations) -> list[Finding]:
 # --- soundness -----------------------------------------------------------------------------------
 def check_soundness(snap: Any, exp: Expectations) -> list[Finding]:
     f = _Findings()
-    if not isinstance(snap, dict):
-        return f.items
-    for key, s in _slots(snap).items():
-        if not isinstance(s, dict):
-            continue
+    for key, s in _slot_objects(snap):
         counters = s.get("counters")
         if not isinstance(counters, dict) or not _has_witness_checks(counters):
             f.add("witness_violation", key, "no viol_* self-check counters (fail closed)")
