@@ -251,3 +251,27 @@ def test_the_dense_layer_read_is_the_reference_meter_bit_for_bit():
     for name in ("tv_realized", "q_coef", "w_max", "c_max", "eform_excess", "plain_bound", "centred_bound",
                  "eform_bound", "score_err", "score_abs_max", "keys"):
         assert torch.equal(getattr(served, name), getattr(ref, name)), name
+
+
+def test_a_sink_column_is_visible_exact_and_carries_no_score_error():
+    """with_sinks appends the per-head sink logit to both score sets, visible, with error 0 and
+    a zero residual band: every per-row tensor gains exactly one column."""
+    from witprobe.probe.observer import with_sinks
+
+    b, h, q, t, nb = 1, 2, 3, 5, 4
+    g = torch.Generator().manual_seed(6)
+    s = torch.randn(b, h, q, t, dtype=torch.float64, generator=g)
+    comp = wc.ScoreComponent(torch.rand(b, h, q, nb, dtype=torch.float64, generator=g),
+                             torch.rand(b, h, t, nb, dtype=torch.float64, generator=g))
+    inputs = ReadScores(s, s + 0.01, torch.ones(b, h, q, t, dtype=torch.bool), [comp],
+                        score_err=torch.full((b, h, q, t), 1e-12, dtype=torch.float64))
+    sinks = torch.tensor([0.5, -1.0])
+    out = with_sinks(inputs, sinks)
+    assert out.s_exact.shape == out.s_served.shape == out.visible.shape == out.score_err.shape == (b, h, q, t + 1)
+    assert torch.equal(out.s_exact[..., -1], out.s_served[..., -1])
+    assert torch.equal(out.s_exact[0, :, 0, -1], sinks.to(torch.float64))
+    assert bool(out.visible[..., -1].all()) and bool((out.score_err[..., -1] == 0).all())
+    assert out.components[0].k_band_norms.shape == (b, h, t + 1, nb)
+    assert bool((out.components[0].k_band_norms[:, :, -1] == 0).all())
+    rows = read_rows_from_scores(out.s_exact, out.s_served, out.visible, out.components, 1.0, out.score_err)
+    assert rows.keys.max() == t + 1
