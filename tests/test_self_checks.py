@@ -293,3 +293,20 @@ def test_a_score_magnitude_outside_the_float64_analysis_fails_the_layer_closed()
     assert derive(run).failures == []
     run["layers"][2]["read"]["score_abs_max"]["max"] = 1e12
     assert any(f.startswith("layer 2:") and "fail closed" in f for f in derive(run).failures)
+
+
+def test_layers_out_of_order_or_not_objects_are_refused():
+    run = run_of("qwen3-int8")
+    run["layers"][1], run["layers"][2] = run["layers"][2], run["layers"][1]
+    with pytest.raises(DeriveError, match=r"layers\[1\]: expected an object with 'layer': 1"):
+        derive(run)
+    run = run_of("qwen3-int8")
+    run["layers"][0] = None
+    with pytest.raises(DeriveError, match=r"layers\[0\]"):
+        derive(run)
+
+
+def test_an_obligation_the_reference_checker_refuses_is_an_internal_error(monkeypatch):
+    monkeypatch.setattr(derive_mod, "reference_check", lambda ob, registry: ["claim is below the chain"])
+    with pytest.raises(DeriveError, match="reference checker refused the obligation"):
+        derive(run_of("qwen3-int8"))
