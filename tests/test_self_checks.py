@@ -310,3 +310,11 @@ def test_an_obligation_the_reference_checker_refuses_is_an_internal_error(monkey
     monkeypatch.setattr(derive_mod, "reference_check", lambda ob, registry: ["claim is below the chain"])
     with pytest.raises(DeriveError, match="reference checker refused the obligation"):
         derive(run_of("qwen3-int8"))
+
+
+@pytest.mark.parametrize("bad", ["0.1", [0.1], {"x": 1}])
+def test_a_statistic_that_is_not_a_number_is_a_derive_error(bad):
+    run = run_of("qwen3-int8")
+    run["layers"][1]["read"]["w_max"]["max"] = bad
+    with pytest.raises(DeriveError, match="w_max.max is not a number"):
+        derive(run)

@@ -76,6 +76,7 @@ def test_a_healthy_layer_counts_no_violation_and_no_beaten_row():
     for form in FORMS:
         assert s["read"][f"rows_{form}_beaten"] == 0
         assert s["read"][f"{form}_bound"]["min"] >= 0
+    assert 0 <= s["read"]["rows_best_vacuous"] <= min(s["read"][f"rows_{f}_vacuous"] for f in FORMS)
     # the magnitudes the float64 error analysis of derive needs (missing ones fail derive closed)
     assert s["read"]["fp_width"]["max"] == DIM
     assert s["read"]["keys_visible"]["max"] == TOKENS and s["read"]["keys_visible"]["min"] == 1
