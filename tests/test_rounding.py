@@ -87,3 +87,4 @@ def test_the_exp_check_refuses_a_nonpositive_denominator():
 
     assert not rounding.exp_upper_ok(0, 0, rounding.UNIT)
     assert not rounding.exp_upper_ok(1, -1, 10 * rounding.UNIT)
+    assert not rounding.exp_upper_ok(-2 * rounding.EXP_N, -1, 10 * rounding.UNIT)  # t = 2N as -2N / -1
