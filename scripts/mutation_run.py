@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import os
 import random
 import shutil
@@ -82,17 +83,19 @@ class Site:
     index: int
     op: str
     line: int
+    end_line: int = 0
 
 
 class _Mutator(ast.NodeTransformer):
     """Enumerates sites in a fixed order; with ``apply`` set, mutates exactly that site."""
 
     def __init__(self, apply: int | None = None) -> None:
-        self.sites: list[tuple[str, int]] = []
+        self.sites: list[tuple[str, int, int]] = []
         self.apply = apply
 
     def _site(self, op: str, node: ast.AST) -> bool:
-        self.sites.append((op, getattr(node, "lineno", 0)))
+        span = node.test if isinstance(node, ast.If) else node  # an if: its condition, not its body
+        self.sites.append((op, getattr(span, "lineno", 0), getattr(span, "end_lineno", 0) or getattr(span, "lineno", 0)))
         return self.apply == len(self.sites) - 1
 
     # annotations and docstrings are not behaviour
@@ -211,7 +214,7 @@ def sites_of(target: str) -> list[Site]:
     tree = ast.parse((PKG / target).read_text(encoding="utf-8"))
     m = _Mutator()
     m.visit(tree)
-    return [Site(target, i, op, line) for i, (op, line) in enumerate(m.sites)]
+    return [Site(target, i, op, line, end) for i, (op, line, end) in enumerate(m.sites)]
 
 
 def mutant_source(site: Site) -> str:
@@ -248,8 +251,37 @@ def sample(all_sites: list[Site], n: int, seed: int) -> list[Site]:
     return chosen[:n]
 
 
-def _run_child(scratch: Path, tests: list[str], timeout_s: float, log: Path | None = None) -> str:
-    """Fork; the child imports the scratch witprobe fresh and runs pytest. Returns the outcome."""
+class _LineMap:
+    """pytest plugin: which test (node id) executes which line of the target files."""
+
+    def __init__(self, files: dict[str, str]) -> None:
+        self.files = files  # absolute scratch path -> target
+        self.current = ""
+        self.lines: dict[str, dict[int, set[str]]] = {}
+
+    def _global(self, frame, event, arg):  # noqa: ANN001 - sys.settrace protocol
+        return self._local if frame.f_code.co_filename in self.files else None
+
+    def _local(self, frame, event, arg):  # noqa: ANN001
+        if event == "line":
+            target = self.files[frame.f_code.co_filename]
+            self.lines.setdefault(target, {}).setdefault(frame.f_lineno, set()).add(self.current)
+        return self._local
+
+    def pytest_runtest_setup(self, item) -> None:  # noqa: ANN001
+        self.current = item.nodeid
+        sys.settrace(self._global)
+
+    def pytest_runtest_teardown(self, item) -> None:  # noqa: ANN001
+        sys.settrace(None)
+
+
+def _run_child(scratch: Path, args: list[str], timeout_s: float, log: Path | None = None,
+               line_map: Path | None = None) -> str:
+    """Fork; the child imports the scratch witprobe fresh and runs pytest ``args``. Returns the outcome.
+
+    With ``line_map`` the child also records which test executes which target line (JSON).
+    """
     pid = os.fork()
     if pid == 0:  # child
         try:
@@ -264,8 +296,15 @@ def _run_child(scratch: Path, tests: list[str], timeout_s: float, log: Path | No
             import torch
 
             torch.set_num_threads(1)
-            code = pytest.main(["-x", "-q", "-p", "no:cacheprovider", *[a for t in tests for a in ("--deselect", t)
-                                                                      if t in SLOW_TESTS], *tests_files(tests)])
+            plugins = []
+            if line_map is not None:
+                files = {str((scratch / "python" / "witprobe" / t).resolve()): t for t in TARGETS}
+                plugins.append(_LineMap(files))
+            code = pytest.main(["-x", "-q", "-p", "no:cacheprovider", *args], plugins=plugins)
+            if line_map is not None:
+                lines = plugins[0].lines
+                line_map.write_text(json.dumps({t: {str(n): sorted(ids) for n, ids in ls.items()}
+                                                for t, ls in lines.items()}))
         except BaseException:  # noqa: BLE001 - any crash of a mutant is a kill
             code = 99
         os._exit(int(code))
@@ -280,6 +319,20 @@ def _run_child(scratch: Path, tests: list[str], timeout_s: float, log: Path | No
             os.waitpid(pid, 0)
             return "timeout"
         time.sleep(0.05)
+
+
+def _selection(tests: list[str]) -> list[str]:
+    """pytest arguments for a list of files plus slow node ids to deselect."""
+    return [a for t in tests if t in SLOW_TESTS for a in ("--deselect", t)] + tests_files(tests)
+
+
+def covering_tests(site: Site, lines: dict[str, dict[str, list[str]]]) -> list[str]:
+    """Node ids of the tests that execute a line of the site's span (from the traced baseline)."""
+    by_line = lines.get(site.target, {})
+    ids = set()
+    for n in range(site.line, max(site.line, site.end_line) + 1):
+        ids.update(by_line.get(str(n), ()))
+    return sorted(ids)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -308,24 +361,33 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     try:
         shutil.copytree(PKG, scratch / "python" / "witprobe")
-        log = scratch / "baseline.log"
-        baseline = _run_child(scratch, sorted({t for tg in targets for t in tests_for(tg)}), 900, log)
+        log, line_file = scratch / "baseline.log", scratch / "lines.json"
+        group = sorted({t for tg in targets for t in tests_for(tg)})
+        baseline = _run_child(scratch, _selection(group), 1800, log, line_file)
         if baseline != "survived":
             tail = log.read_text(errors="replace").splitlines()[-15:]
             print(f"mutation_run: the unmutated tests do not pass ({baseline}); nothing to measure\n"
                   + "\n".join(tail), file=sys.stderr)
             return 2
+        lines = json.loads(line_file.read_text())
+        print(f"baseline: {time.monotonic() - t0:.0f} s, lines traced in {len(lines)} files", flush=True)
         for i, site in enumerate(chosen):
             if time.monotonic() - t0 > args.budget_s:
                 results.append((site, "not run", 0.0))
                 continue
+            tests = covering_tests(site, lines)
+            if not tests:  # no test executes the mutated line: it survives without running anything
+                results.append((site, "uncovered", 0.0))
+                print(f"[{i + 1}/{len(chosen)}] uncovered {site.target}:{site.line} {site.op}", flush=True)
+                continue
             dest = scratch / "python" / "witprobe" / site.target
             dest.write_text(mutant_source(site), encoding="utf-8")
             t = time.monotonic()
-            outcome = _run_child(scratch, tests_for(site.target), args.per_mutant_s)
+            outcome = _run_child(scratch, tests, args.per_mutant_s)
             results.append((site, outcome, time.monotonic() - t))
             shutil.copyfile(PKG / site.target, dest)
-            print(f"[{i + 1}/{len(chosen)}] {outcome:8s} {site.target}:{site.line} {site.op}", flush=True)
+            print(f"[{i + 1}/{len(chosen)}] {outcome:8s} {site.target}:{site.line} {site.op} ({len(tests)} tests)",
+                  flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     wall = time.monotonic() - t0
@@ -335,8 +397,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def report(results: list[tuple[Site, str, float]], all_sites: list[Site], targets: list[str], args, wall: float) -> str:
-    count = {k: sum(1 for _, o, _ in results if o == k) for k in ("killed", "timeout", "survived", "not run")}
-    ran = count["killed"] + count["timeout"] + count["survived"]
+    count = {k: sum(1 for _, o, _ in results if o == k)
+             for k in ("killed", "timeout", "survived", "uncovered", "not run")}
+    ran = count["killed"] + count["timeout"] + count["survived"] + count["uncovered"]
     lines = [
         "# Mutation run",
         "",
@@ -345,7 +408,7 @@ def report(results: list[tuple[Site, str, float]], all_sites: list[Site], target
         f"wall {wall:.0f} s on one core.",
         "",
         f"- killed: {count['killed']} (+ {count['timeout']} timeouts, counted as killed)",
-        f"- survived: {count['survived']}",
+        f"- survived: {count['survived']} (+ {count['uncovered']} on lines no selected test executes)",
         f"- not run (budget): {count['not run']}",
         f"- mutation score: {(count['killed'] + count['timeout']) / ran:.1%} of {ran} run" if ran else "- nothing ran",
         "",
@@ -355,16 +418,18 @@ def report(results: list[tuple[Site, str, float]], all_sites: list[Site], target
     for t in targets:
         rs = [(s, o) for s, o, _ in results if s.target == t]
         lines.append(f"| {t} | {sum(1 for s in all_sites if s.target == t)} | {len(rs)} | "
-                     f"{sum(o in ('killed', 'timeout') for _, o in rs)} | {sum(o == 'survived' for _, o in rs)} |")
+                     f"{sum(o in ('killed', 'timeout') for _, o in rs)} | "
+                     f"{sum(o in ('survived', 'uncovered') for _, o in rs)} |")
     lines += ["", "## Surviving mutants", "",
               "`review` marks a survivor on a line that touches a self-check; each is triaged below the table.", "",
               "| file:line | operator | line (before the mutation) | review |", "| --- | --- | --- | --- |"]
     for s, o, _ in sorted(results, key=lambda r: (r[0].target, r[0].line)):
-        if o != "survived":
+        if o not in ("survived", "uncovered"):
             continue
         text = source_line(s).replace("|", "\\|")
         flag = "review" if any(w in text.lower() for w in SOUNDNESS_WORDS) else ""
-        lines.append(f"| {s.target}:{s.line} | {s.op} | `{text}` | {flag} |")
+        op = s.op + (" (uncovered)" if o == "uncovered" else "")
+        lines.append(f"| {s.target}:{s.line} | {op} | `{text}` | {flag} |")
     lines += ["", "## Killed mutants", "", "| file:line | operator | seconds |", "| --- | --- | ---: |"]
     for s, o, dt in sorted(results, key=lambda r: (r[0].target, r[0].line)):
         if o in ("killed", "timeout"):

@@ -260,3 +260,61 @@ def test_the_report_names_each_nonzero_self_check_with_its_meaning():
     out = io.StringIO()
     print_summary(certificate(run_of("mla-dsa-int8")), out)
     assert "self-checks: all 0" in out.getvalue() and "SELF-CHECK" not in out.getvalue()
+
+
+def _with_magnitudes(run: dict) -> dict:
+    """A ``witprobe-run/2`` record: the float64 magnitudes added where a ``/1`` record lacks them."""
+    run["schema"] = derive_mod.MAGNITUDE_SCHEMAS[0]
+    keys = max(r["prompt_tokens"] + len(r["served_tokens"]) for r in run["requests"]) + 1
+    for layer in run["layers"]:
+        read = layer["read"]
+        for key, v in (("fp_width", 64.0), ("keys_visible", float(keys)), ("score_err", 1e-13),
+                       ("score_abs_max", 8.0)):
+            read.setdefault(key, {"n": 1, "max": v})
+        if "sel_rows" in read:
+            for key, v in (("sel_candidates", float(keys)), ("sel_eps_max", 1e-3), ("sel_score_abs_max", 4.0)):
+                read.setdefault(key, {"n": 1, "max": v})
+    return run
+
+
+def test_the_selection_bound_uses_the_recorded_magnitudes_and_fails_closed_on_them():
+    run = _with_magnitudes(run_of("mla-dsa-int8"))
+    assert derive(run).failures == []
+    run["layers"][1]["read"]["sel_score_abs_max"]["max"] = 1e12  # far outside the float64 analysis
+    failures = derive(run).failures
+    assert any(f.startswith("layer 1:") and "b_S" in f and "fail closed" in f for f in failures), failures
+    del run["layers"][1]["read"]["sel_eps_max"]
+    with pytest.raises(DeriveError, match="sel_eps_max"):
+        derive(run)
+
+
+def test_a_score_magnitude_outside_the_float64_analysis_fails_the_layer_closed():
+    run = _with_magnitudes(run_of("qwen3-int8"))
+    assert derive(run).failures == []
+    run["layers"][2]["read"]["score_abs_max"]["max"] = 1e12
+    assert any(f.startswith("layer 2:") and "fail closed" in f for f in derive(run).failures)
+
+
+def test_layers_out_of_order_or_not_objects_are_refused():
+    run = run_of("qwen3-int8")
+    run["layers"][1], run["layers"][2] = run["layers"][2], run["layers"][1]
+    with pytest.raises(DeriveError, match=r"layers\[1\]: expected an object with 'layer': 1"):
+        derive(run)
+    run = run_of("qwen3-int8")
+    run["layers"][0] = None
+    with pytest.raises(DeriveError, match=r"layers\[0\]"):
+        derive(run)
+
+
+def test_an_obligation_the_reference_checker_refuses_is_an_internal_error(monkeypatch):
+    monkeypatch.setattr(derive_mod, "reference_check", lambda ob, registry: ["claim is below the chain"])
+    with pytest.raises(DeriveError, match="reference checker refused the obligation"):
+        derive(run_of("qwen3-int8"))
+
+
+@pytest.mark.parametrize("bad", ["0.1", [0.1], {"x": 1}])
+def test_a_statistic_that_is_not_a_number_is_a_derive_error(bad):
+    run = run_of("qwen3-int8")
+    run["layers"][1]["read"]["w_max"]["max"] = bad
+    with pytest.raises(DeriveError, match="w_max.max is not a number"):
+        derive(run)

@@ -517,3 +517,12 @@ def test_exp_up_refuses_an_exponent_outside_its_range(y):
     with pytest.raises(fe.FloatBoundError, match="outside"):
         fe.exp_up(y)
     assert fe.exp_up(Fraction(1, 2)) == 2 >= math.exp(0.5)
+
+
+@pytest.mark.parametrize("field", ["width", "bands", "components", "keys"])
+@pytest.mark.parametrize("bad", [0, -3, 2.0, True])
+def test_sizes_refuse_anything_but_a_positive_integer(field, bad):
+    sizes = dict(width=64, bands=4, components=1, keys=100)
+    sizes[field] = bad
+    with pytest.raises(fe.FloatBoundError, match=field):
+        fe.Sizes(**sizes)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from witprobe.gate import FAILURE_CLASSES, STAGES, Expectations, check, main
+from witprobe.probe.gate import FAILURE_CLASSES, STAGES, Expectations, check, main
 from witprobe.probe.accumulators import Accumulator
 from witprobe.probe.band_meter import select_rows
 from witprobe.probe.runtime import ProbeConfig, ProbeRuntime
@@ -272,7 +272,7 @@ def test_module_entry_point(tmp_path: Path, good):
 
 
 # --- the soundness stage on its own: it must fail closed even when coverage would not run first ---
-from witprobe.gate import check_soundness  # noqa: E402
+from witprobe.probe.gate import check_soundness  # noqa: E402
 
 
 def _soundness(snap) -> set[str]:
@@ -310,3 +310,9 @@ def test_soundness_stage_reads_every_slot(good):
     bad["slots"][last]["counters"]["viol_high_int8"] = 1
     found = check_soundness(bad, Expectations())
     assert [f.where for f in found] == [f"{last}.counters.viol_high_int8"]
+
+
+def test_the_gate_command_stays_standard_library_only():
+    code = "import sys, witprobe.gate, witprobe.probe.gate; assert 'torch' not in sys.modules, 'gate imported torch'"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr

@@ -22,7 +22,7 @@ from witprobe.probe.accumulators import Accumulator
 from witprobe.probe.meters import WitnessBatch, read_rows_from_scores
 from witprobe.probe.observer import Observer, ObserverError, witprobe_attention
 from witprobe.probe.selector import fold_selection, selection_rows
-from witprobe.probe.witness_cache import ReadInputs, WitnessCache
+from witprobe.probe.witness_cache import ReadScores, WitnessCache
 
 BANDS = 4
 HEADS, KV_HEADS, DIM, TOKENS = 4, 2, 16, 12
@@ -76,6 +76,7 @@ def test_a_healthy_layer_counts_no_violation_and_no_beaten_row():
     for form in FORMS:
         assert s["read"][f"rows_{form}_beaten"] == 0
         assert s["read"][f"{form}_bound"]["min"] >= 0
+    assert 0 <= s["read"]["rows_best_vacuous"] <= min(s["read"][f"rows_{f}_vacuous"] for f in FORMS)
     # the magnitudes the float64 error analysis of derive needs (missing ones fail derive closed)
     assert s["read"]["fp_width"]["max"] == DIM
     assert s["read"]["keys_visible"]["max"] == TOKENS and s["read"]["keys_visible"]["min"] == 1
@@ -149,7 +150,7 @@ def test_the_end_to_end_total_beaten_on_a_certified_selection_counts():
     comp = wc.ScoreComponent(torch.zeros(b, h, q, 1, dtype=torch.float64), torch.zeros(b, h, t, 1, dtype=torch.float64))
     facts = {"cert": torch.ones(b, q, dtype=torch.bool), "m_sel": torch.full((b, q), 0.1, dtype=torch.float64),
              "b_S": torch.zeros(b, q, dtype=torch.float64)}
-    inputs = ReadInputs(s, s, served_vis, [comp], visible_exact=exact_vis, visible_full=exact_vis, row_facts=facts)
+    inputs = ReadScores(s, s, served_vis, [comp], visible_exact=exact_vis, visible_full=exact_vis, row_facts=facts)
     rows = read_rows_from_scores(s, s, served_vis, [comp], 1.0)
     acc = Accumulator()
     Observer._fold_sparse(acc, inputs, rows)
@@ -229,3 +230,49 @@ def test_row_chunking_does_not_change_what_is_counted(codec):
         assert chunked[key] == whole["read"][key], key
     for key in ("tv_realized", "c_max", "w_max", "eform_excess"):
         assert math.isclose(chunked[key]["max"], whole["read"][key]["max"], rel_tol=1e-12), key
+
+
+def test_the_dense_layer_read_is_the_reference_meter_bit_for_bit():
+    """What production meters (the witness layer's read inputs, then the row meter) equals
+    :func:`witprobe.probe.meters.read_rows`, the tested torch reference, exactly."""
+    from witprobe.probe.meters import read_rows
+
+    g = torch.Generator().manual_seed(4)
+    c = make_codec("int4", BANDS)
+    obs = Observer(1)
+    cache = obs.attach(WitnessCache.for_dense_kv(1, c, c, BANDS, obs))
+    layer = cache.layers[0]
+    keys, _ = layer.update(torch.randn(1, KV_HEADS, TOKENS, DIM, generator=g), torch.randn(1, KV_HEADS, TOKENS, DIM, generator=g))
+    q = 4.0 * torch.randn(1, HEADS, TOKENS, DIM, generator=g)
+    mask = torch.full((1, 1, TOKENS, TOKENS), torch.finfo(torch.float32).min).triu(1)
+    inputs = layer.read_scores(Attn(), q, keys, mask, DIM ** -0.5)
+    served = read_rows_from_scores(inputs.s_exact, inputs.s_served, inputs.visible, inputs.components, DIM ** -0.5,
+                                   inputs.score_err)
+    ref = read_rows(q, layer.exact_keys, keys, layer.key_band_norms, mask, DIM ** -0.5, HEADS // KV_HEADS)
+    for name in ("tv_realized", "q_coef", "w_max", "c_max", "eform_excess", "plain_bound", "centred_bound",
+                 "eform_bound", "score_err", "score_abs_max", "keys"):
+        assert torch.equal(getattr(served, name), getattr(ref, name)), name
+
+
+def test_a_sink_column_is_visible_exact_and_carries_no_score_error():
+    """with_sinks appends the per-head sink logit to both score sets, visible, with error 0 and
+    a zero residual band: every per-row tensor gains exactly one column."""
+    from witprobe.probe.observer import with_sinks
+
+    b, h, q, t, nb = 1, 2, 3, 5, 4
+    g = torch.Generator().manual_seed(6)
+    s = torch.randn(b, h, q, t, dtype=torch.float64, generator=g)
+    comp = wc.ScoreComponent(torch.rand(b, h, q, nb, dtype=torch.float64, generator=g),
+                             torch.rand(b, h, t, nb, dtype=torch.float64, generator=g))
+    inputs = ReadScores(s, s + 0.01, torch.ones(b, h, q, t, dtype=torch.bool), [comp],
+                        score_err=torch.full((b, h, q, t), 1e-12, dtype=torch.float64))
+    sinks = torch.tensor([0.5, -1.0])
+    out = with_sinks(inputs, sinks)
+    assert out.s_exact.shape == out.s_served.shape == out.visible.shape == out.score_err.shape == (b, h, q, t + 1)
+    assert torch.equal(out.s_exact[..., -1], out.s_served[..., -1])
+    assert torch.equal(out.s_exact[0, :, 0, -1], sinks.to(torch.float64))
+    assert bool(out.visible[..., -1].all()) and bool((out.score_err[..., -1] == 0).all())
+    assert out.components[0].k_band_norms.shape == (b, h, t + 1, nb)
+    assert bool((out.components[0].k_band_norms[:, :, -1] == 0).all())
+    rows = read_rows_from_scores(out.s_exact, out.s_served, out.visible, out.components, 1.0, out.score_err)
+    assert rows.keys.max() == t + 1

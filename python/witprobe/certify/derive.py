@@ -18,7 +18,7 @@ from witprobe.calculus import float_error, rounding
 from witprobe.certify.coverage import coverage
 from witprobe.calculus import bridges
 from witprobe.calculus.contracts import Chain, ChainEvaluation, parallel
-from witprobe.calculus.chains import FORMS, ReadInputs, read_chain
+from witprobe.calculus.chains import FORMS, ReadMaxima, read_chain
 from witprobe.calculus.metrics import Metric
 from witprobe.calculus.registry import DEFAULT_REGISTRY, TierRegistry
 from witprobe.calculus.tiers import Tier, meet
@@ -218,7 +218,7 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
         c_max = rounding.up(_stat(read, "c_max", "max", where), what=f"{where} c_max")
         mags = float_error.Magnitudes(score_err, score_abs_max, c_max)
         failures.extend(f"layer {idx}: {p} (fail closed)" for p in float_error.margin_problems(sizes, mags))
-        inp = ReadInputs(
+        inp = ReadMaxima(
             q_coef=rounding.up(_stat(read, "q_coef", "max", where), what=f"{where} q_coef"),
             w_max=rounding.up(_stat(read, "w_max", "max", where), what=f"{where} w_max"),
             c_max=c_max,
