@@ -22,7 +22,7 @@ from witprobe.certify.coverage import coverage
 from witprobe.certify.derive import DeriveError, derive
 from witprobe.kinds.registry import KINDS
 from witprobe.self_checks import TABLE, meaning as self_check_meaning, write_counters
-from witprobe.certify.kernels import KernelOutcomes, coq_check, lean_check
+from witprobe.certify.kernels import KernelOutcomes, coq_check, lean_check, lean_real_check
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = {name: ROOT / "artifacts" / "coverage" / name / "run.json"
@@ -50,8 +50,9 @@ def run_of(name: str) -> dict:
 def certificate(run: dict) -> dict:
     d = derive(run)
     outcomes = KernelOutcomes(coq=coq_check("off", d.theorems, "0" * 64),
-                              lean=lean_check("off", Path("unused"), "", "0" * 64, d.obligations))
-    return assemble("0" * 64, d, None, None, outcomes)
+                              lean=lean_real_check("off", Path("unused"), "", "0" * 64, d.theorems),
+                              lean_arithmetic=lean_check("off", Path("unused"), "", "0" * 64, d.obligations))
+    return assemble("0" * 64, d, None, None, outcomes, None)
 
 
 def verdict(run: dict) -> str:
