@@ -471,10 +471,17 @@ def test_derive_fails_closed_outside_the_analysed_range():
     run = json.loads((ROOT / "artifacts/coverage/smollm2-int8/run.json").read_text())
     assert derive(run).failures == []
     big = copy.deepcopy(run)
-    big["requests"][0]["prompt_tokens"] = 1 << 40  # legacy runs: keys bounded by the longest request
+    big["schema"] = "witprobe-run/1"  # legacy runs: keys bounded by the longest request
+    big["requests"][0]["prompt_tokens"] = 1 << 40
     fails = derive(big).failures
     assert fails and all("fail closed" in f for f in fails)
     assert any("eform_excess" in f for f in fails)
+    big = copy.deepcopy(run)  # runs with magnitudes: keys as recorded per layer
+    big["schema"] = "witprobe-run/2"
+    for layer in big["layers"]:
+        layer["read"]["keys_visible"]["max"] = float(1 << 40)
+    fails = derive(big).failures
+    assert fails and all("fail closed" in f for f in fails)
 
 
 def test_derive_fails_closed_on_a_recorded_score_error_too_large():
