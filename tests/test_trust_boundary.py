@@ -533,3 +533,9 @@ def test_sizes_refuse_anything_but_a_positive_integer(field, bad):
     sizes[field] = bad
     with pytest.raises(fe.FloatBoundError, match=field):
         fe.Sizes(**sizes)
+
+
+def test_the_eform_error_analysis_refuses_a_c_max_beyond_its_argument_bound():
+    s = fe.Sizes(width=64, bands=4, components=1, keys=100)
+    with pytest.raises(fe.FloatBoundError, match="too large for the expm1 argument bound"):
+        fe.eform_rel(s, Fraction(0), Fraction(1), Fraction(2 ** 60))
