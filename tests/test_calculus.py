@@ -199,3 +199,11 @@ def test_gamma_refuses_a_rounding_count_at_or_beyond_one_over_u():
     with pytest.raises(fe.FloatBoundError, match="nonnegative"):
         fe.gamma(-1)
     assert 0 < fe.gamma(10) < 11 * 2 ** -53
+
+
+def test_an_unknown_tier_name_is_refused():
+    from witprobe.calculus.tiers import Tier
+
+    assert Tier.parse("certified") is Tier.CERTIFIED
+    with pytest.raises(ValueError, match="unknown tier 'proved'"):
+        Tier.parse("proved")

@@ -125,13 +125,16 @@ def test_tier_rules_refuse_certified_for_vacuous_empirical_or_observation_claims
 
     claim = next(c for c in derive(json.loads(RUN.read_text())).claims if c.kind == "attn_tv")
     ok = coq_runner.KERNEL_CHECKED
-    assert effective_tier(claim, ok, "", "unchecked", "")[0] is Tier.CERTIFIED
+    off = ("unchecked", "Lean is off")
+    assert effective_tier(claim, ok, "", *off)[0] is Tier.CERTIFIED
+    assert effective_tier(claim, "unchecked", "no Coq", ok, "")[0] is Tier.CERTIFIED  # either kernel certifies
     for edit, why in ((dict(vacuous=True), "vacuous"), (dict(registered_tier=Tier.EMPIRICAL), "empirical step"),
                       (dict(kind="recurrent"), "observation only"), (dict(kind="pooling"), "pooling profile"),
                       (dict(value=None, forms={}), "no reads")):
         import dataclasses
 
-        tier, reason = effective_tier(dataclasses.replace(claim, **edit), ok, "", "unchecked", "")
+        tier, reason = effective_tier(dataclasses.replace(claim, **edit), ok, "", ok, "")
         assert tier is Tier.EMPIRICAL and why in reason, (edit, reason)
-    assert effective_tier(claim, coq_runner.REJECTED, "the kernel rejected it", "unchecked", "")[0] is Tier.EMPIRICAL
-    assert effective_tier(claim, "none", "", "unchecked", "")[0] is Tier.EMPIRICAL
+    assert effective_tier(claim, coq_runner.REJECTED, "the kernel rejected it", *off)[0] is Tier.EMPIRICAL
+    assert effective_tier(claim, "none", "", "none", "")[0] is Tier.EMPIRICAL
+    assert effective_tier(claim, coq_runner.REJECTED, "rejected", "rejected", "rejected")[0] is Tier.EMPIRICAL

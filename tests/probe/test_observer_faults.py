@@ -276,3 +276,10 @@ def test_a_sink_column_is_visible_exact_and_carries_no_score_error():
     assert bool((out.components[0].k_band_norms[:, :, -1] == 0).all())
     rows = read_rows_from_scores(out.s_exact, out.s_served, out.visible, out.components, 1.0, out.score_err)
     assert rows.keys.max() == t + 1
+
+
+def test_a_probe_runtime_for_another_layer_count_is_refused():
+    from witprobe.probe.runtime import ProbeConfig, ProbeRuntime
+
+    with pytest.raises(ObserverError, match="probe runtime has 3 layers, the observer 2"):
+        Observer(2, probe=ProbeRuntime(3, ProbeConfig()))
