@@ -33,7 +33,10 @@ TYPE_WORDS = {"nat", "R", "Prop", "Type", "ℕ", "ℝ", "bool", "Bool", "Nat", "
 KEYWORDS = {"forall", "exists", "fun", "if", "then", "else", "let", "in", "match", "with", "end"}
 # Lean spellings of Coq's list functions (Ville.v): skipn, tl, length
 LEAN_ALIASES = {"List.drop": "skipn", "List.tail": "tl", "List.length": "length", "List.Nodup": "NoDup",
-                "some": "Some", "none": "None"}
+                "some": "Some", "none": "None",
+                # Chain.v's record projections; Coq coerces a nonnegreal to R silently
+                "contract.gain": "gain", "contract.offset": "offset", "transfer.tf": "tf",
+                "nonnegreal.nonneg": None}
 ALIASES = {"Rabs": "abs", "Real.exp": "exp", "ln": "log", "Real.log": "log", "Rmax": "max",
            "Rmin": "min", "INR": None, "Nat.eqb": None, "S": None, "Real.sqrt": "sqrt", "_": None}
 RELATIONS_COQ = [("<->", "↔"), ("<=", "≤"), (">=", "≥"), ("<>", "≠"), ("->", "→"), ("/\\", "∧"),
@@ -200,6 +203,9 @@ def part_signature(text: str, lean: bool) -> Part:
             continue
         if not lean and w == "S":
             nums.append("1")
+        if not lean and w == "O":  # Coq's nat zero
+            nums.append("0")
+            continue
         mapped = (ALIASES.get(w, w) if (not lean or w in ("Real.exp", "Real.log", "Real.sqrt", "_"))
                   else LEAN_ALIASES.get(w, w))
         if lean and w == "_":
