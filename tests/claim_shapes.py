@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 import witprobe.certify.derive as derive_mod
-from witprobe.calculus import rounding
+from witprobe.calculus import bridges, rounding
 from witprobe.formal.claim_theorems import ClaimTheorem, claim_theorem
 
 
@@ -20,7 +20,7 @@ def every_form(run: dict, tag: str = "") -> list[ClaimTheorem]:
     seen = []
     real = derive_mod.read_chain
 
-    def spy(form, inp, spec=derive_mod.DENSE_KV):
+    def spy(form, inp, spec=bridges.DENSE_KV):
         chain = real(form, inp, spec)
         seen.append((form, inp, chain))
         return chain

@@ -226,7 +226,7 @@ def test_ledger_force_refuses_a_directory_it_did_not_write(tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "data.csv").write_text("1,2")
     p = _py("witprobe.ledger", "simulate", "--out", str(tmp_path / "mine"), "--force", "--ranks", "1")
-    assert p.returncode == 2 and "only a simulate output directory" in _one_line_error(p.stderr)
+    assert p.returncode == 2 and "is not a ledger simulate run" in _one_line_error(p.stderr)
     assert (tmp_path / "mine" / "data.csv").read_text() == "1,2"
 
 

@@ -26,11 +26,12 @@ import json
 import os
 import shutil
 import sys
-import traceback
 from fractions import Fraction
 from pathlib import Path
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 4, 130
+from witprobe.cliutil import EXIT_USAGE, InputError, add_version, read_json_object, run_handler
+
+EXIT_OK, EXIT_FAIL = 0, 1
 
 
 def _family_map(text: str, cast=float) -> dict[str, float]:
@@ -53,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     from witprobe.ledger.trace import DEFAULT_FIXTURE
 
     p = argparse.ArgumentParser(prog="python -m witprobe.ledger", description="The request-level risk ledger.")
+    add_version(p)
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("simulate", help="serve recorded traffic with concurrent workers over one shared pool, then gate it")
     s.add_argument("--accounts", type=int, default=8, help="user requests (accounts) (default: %(default)s)")
@@ -266,9 +268,14 @@ def _cmd_gate(a: argparse.Namespace) -> int:
     if not a.dir.is_dir():
         print(f"error: {a.dir} is not a directory", file=sys.stderr)
         return EXIT_USAGE
+    if (a.dir / "manifest.json").is_file():  # present but unreadable is bad input (exit 2); absent is a gate fail
+        read_json_object(a.dir / "manifest.json")
     rep = run_gate(a.dir)
     print(json.dumps(rep.as_dict(), indent=1, default=str))
     return EXIT_OK if rep.passed else EXIT_FAIL
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def _cmd_verify(a: argparse.Namespace) -> int:
@@ -277,6 +284,9 @@ def _cmd_verify(a: argparse.Namespace) -> int:
     if not a.journal.is_file():
         print(f"error: {a.journal}: no such file", file=sys.stderr)
         return EXIT_USAGE
+    with open(a.journal, "rb") as f:
+        if f.read(len(_SQLITE_MAGIC)) != _SQLITE_MAGIC:  # not a journal at all: bad input, not a bad record
+            raise InputError(a.journal, "", "not a witprobe journal (no SQLite header)")
     res = verify(a.journal)
     print(json.dumps(res.as_dict(), indent=1))
     if res.status == "ok":
@@ -341,12 +351,4 @@ def main(argv: list[str] | None = None) -> int:
     handler = {"simulate": _cmd_simulate, "gate": _cmd_gate, "verify": _cmd_verify, "replay": _cmd_replay,
                "record": _cmd_record, "reads": _cmd_reads, "live": _cmd_live,
                "sentinel": _cmd_sentinel, "campaign": _cmd_campaign}[args.command]
-    try:
-        return handler(args)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except Exception:  # noqa: BLE001 - exit code contract says 4
-        traceback.print_exc()
-        print("internal error (exit 4)", file=sys.stderr)
-        return EXIT_INTERNAL
+    return run_handler(handler, args, "witprobe.ledger")

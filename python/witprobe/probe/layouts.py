@@ -38,7 +38,10 @@ def layer_kinds(config: Any) -> list[str]:
     n = cfg.num_hidden_layers
     types = getattr(cfg, "layer_types", None) or ["full_attention"] * n
     candidates = _kinds_for(cfg)
-    unknown = sorted(set(types) - {k.layer_type for k in candidates})
+    known = {k.layer_type for k in candidates}
+    if "full_attention" in known:
+        known.add("sliding_attention")  # served by the dense kind below, when the cache is not latent
+    unknown = sorted(set(types) - known)
     if unknown:
         owner = f"{getattr(cfg, 'model_type', '')} " if candidates and candidates[0].model_types else ""
         raise LayoutError(f"{owner}layer types {unknown} are not supported by the witness cache yet")
