@@ -1,4 +1,5 @@
 import WitprobeAnalytic.Sum
+import WitprobeAnalytic.Metric
 import WitprobeAnalytic.ExpLn
 import WitprobeAnalytic.Softmax
 import WitprobeAnalytic.SoftmaxTV
@@ -15,6 +16,8 @@ import WitprobeAnalytic.Pooling
 import WitprobeAnalytic.Selection
 import WitprobeAnalytic.Budget
 import WitprobeAnalytic.Sentinel
+import WitprobeAnalytic.Ville
+import WitprobeAnalytic.Chain
 import WitprobeAnalytic.InnerBridge
 
 /-!
@@ -22,7 +25,7 @@ import WitprobeAnalytic.InnerBridge
 
 Optional, Mathlib-based, never compiled yet (see `LEAN_STATUS.md`). The files `Sum`, `ExpLn`,
 `Softmax`, `SoftmaxTV`, `Claims`, `ScoreBridge`, `BandWitness`, `ClaimsBanded`, `LatentBridge`,
-`ClaimsLatent`, `Pooling`, `Selection`, `Budget` (telescoping part) and `Sentinel` (round counts) mirror `coq/Witprobe/*.v` of the same name: same theorem
+`ClaimsLatent`, `Pooling`, `Selection`, `Budget` (telescoping part), `Sentinel` (round counts), `Ville`, `Metric` and `Chain` mirror `coq/Witprobe/*.v` of the same name: same theorem
 names, same hypotheses and conclusions, over `ℕ → ℝ` with `Finset.range n` sums
 (`tests/test_kernel_inventory.py` checks the correspondence against
 `tests/data/kernel_inventory.json`). The Coq files are the ones compiled by a kernel here.

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     from static_decode import StaticDecoder
     from transformers import StaticCache
 
-    from witprobe.gate import Expectations, check, format_result
+    from witprobe.probe.gate import Expectations, check, format_result
     from witprobe.models.zoo import load_model
     from witprobe.probe.accumulators import Accumulator
     from witprobe.probe.band_meter import BandMeter, BandMeterSpec

@@ -6,7 +6,8 @@ top-level implications) and its conclusion (the last top-level implication segme
 first one that starts with a quantifier). Each part is reduced to a *signature*: the set of
 identifiers (Coq and Lean spellings mapped to one vocabulary: ``Rabs``/``|x|`` -> ``abs``,
 ``Real.exp`` -> ``exp``, ``ln``/``Real.log`` -> ``log``, ``Rmax`` -> ``max``, Coq ``S n`` ->
-``n`` and the numeral ``1``; a set, because Coq's ``a <= x <= b`` names ``x`` once and Lean's
+``n`` and the numeral ``1``, Lean ``List.drop``/``List.tail``/``List.length``/``List.Nodup``/``some``/``none``/``∈`` -> Coq's
+``skipn``/``tl``/``length``/``NoDup``/``Some``/``None``/``In``; ``list``/``List`` are base types like ``nat``; a set, because Coq's ``a <= x <= b`` names ``x`` once and Lean's
 ``a ≤ x ∧ x ≤ b`` twice), the multiset of numerals, and the multiset of relation symbols (``≤ < > ≥
 = ≠ ↔ ¬ ∨ →``; ``∧`` is not compared because Coq writes ``a <= b <= c`` for a conjunction).
 Two statements agree when their variables, their number of hypotheses, and the signature of
@@ -28,8 +29,14 @@ LEAN_DEF = re.compile(r"^\s*(?:@\[[^\]]*\]\s*)?(?:noncomputable\s+)?(?:private\s
 
 LET_BINDER = re.compile(r"\blet\s+[A-Za-z_][A-Za-z0-9_']*\s*(:[^\n]*)?$")
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_'.]*|\d+")
-TYPE_WORDS = {"nat", "R", "Prop", "Type", "ℕ", "ℝ", "bool", "Bool", "Nat", "Real"}  # base types
+TYPE_WORDS = {"nat", "R", "Prop", "Type", "ℕ", "ℝ", "bool", "Bool", "Nat", "Real", "list", "List"}  # base types
 KEYWORDS = {"forall", "exists", "fun", "if", "then", "else", "let", "in", "match", "with", "end"}
+# Lean spellings of Coq's list functions (Ville.v): skipn, tl, length
+LEAN_ALIASES = {"List.drop": "skipn", "List.tail": "tl", "List.length": "length", "List.Nodup": "NoDup",
+                "some": "Some", "none": "None",
+                # Chain.v's record projections; Coq coerces a nonnegreal to R silently
+                "contract.gain": "gain", "contract.offset": "offset", "transfer.tf": "tf",
+                "nonnegreal.nonneg": None}
 ALIASES = {"Rabs": "abs", "Real.exp": "exp", "ln": "log", "Real.log": "log", "Rmax": "max",
            "Rmin": "min", "INR": None, "Nat.eqb": None, "S": None, "Real.sqrt": "sqrt", "_": None}
 RELATIONS_COQ = [("<->", "↔"), ("<=", "≤"), (">=", "≥"), ("<>", "≠"), ("->", "→"), ("/\\", "∧"),
@@ -169,7 +176,7 @@ def part_signature(text: str, lean: bool) -> Part:
     rels: list[str] = []
     t = strip_quantifier_types(text).replace("=>", " ").replace("↦", " ")
     if lean:
-        t = t.replace("Real.exp", " exp ").replace("Real.log", " log ").replace("⁻¹", " ")
+        t = t.replace("Real.exp", " exp ").replace("Real.log", " log ").replace("⁻¹", " ").replace("∈", " In ")
         if "|" in t:
             rels_abs = True
             t = t.replace("|", " ")
@@ -196,7 +203,11 @@ def part_signature(text: str, lean: bool) -> Part:
             continue
         if not lean and w == "S":
             nums.append("1")
-        mapped = ALIASES.get(w, w) if (not lean or w in ("Real.exp", "Real.log", "Real.sqrt", "_")) else w
+        if not lean and w == "O":  # Coq's nat zero
+            nums.append("0")
+            continue
+        mapped = (ALIASES.get(w, w) if (not lean or w in ("Real.exp", "Real.log", "Real.sqrt", "_"))
+                  else LEAN_ALIASES.get(w, w))
         if lean and w == "_":
             mapped = None
         if mapped:

@@ -178,3 +178,32 @@ def test_vacuous_tv_bound_is_flagged():
     assert Bound(Metric.parse("attn_dist:tv@read"), Fraction(1), Tier.CERTIFIED).vacuous
     assert not Bound(Metric.parse("attn_dist:tv@read"), Fraction(99, 100), Tier.CERTIFIED).vacuous
     assert not Bound(Metric.parse("score:linf@read"), Fraction(3), Tier.CERTIFIED).vacuous
+
+
+def test_a_source_only_contract_holds_only_at_the_exact_input():
+    from fractions import Fraction
+
+    from witprobe.calculus import bridges
+
+    c = bridges.eform_moment(Fraction(1, 10))
+    assert c.source_only and c.bound(Fraction(0)) == Fraction(1, 10)
+    with pytest.raises(ValueError, match="holds only at the exact input"):
+        c.bound(Fraction(1, 1000))
+
+
+def test_gamma_refuses_a_rounding_count_at_or_beyond_one_over_u():
+    from witprobe.calculus import float_error as fe
+
+    with pytest.raises(fe.FloatBoundError, match="outside the range"):
+        fe.gamma(2 ** 53)
+    with pytest.raises(fe.FloatBoundError, match="nonnegative"):
+        fe.gamma(-1)
+    assert 0 < fe.gamma(10) < 11 * 2 ** -53
+
+
+def test_an_unknown_tier_name_is_refused():
+    from witprobe.calculus.tiers import Tier
+
+    assert Tier.parse("certified") is Tier.CERTIFIED
+    with pytest.raises(ValueError, match="unknown tier 'proved'"):
+        Tier.parse("proved")

@@ -32,10 +32,10 @@ def run_dir(tmp_path_factory, smollm2):
 def test_run_exits_zero_and_writes_the_three_artifacts(run_dir):
     out, code, stdout = run_dir
     assert code == 0, stdout
-    for name in ("run.json", "certificate.json", "obligations/run.lean", "obligations/run.v"):
+    for name in ("run.json", "certificate.json", "obligations/run.lean", "obligations/run.v", "obligations/run_real.lean"):
         assert (out / name).is_file(), name
     cert = json.loads((out / "certificate.json").read_text())
-    assert cert["schema"] == "witprobe-certificate/2"
+    assert cert["schema"] == "witprobe-certificate/3"
     assert cert["summary"]["verdict"] == "pass"
 
 
@@ -78,7 +78,8 @@ def test_every_layer_claim_is_certified_by_a_coq_theorem_and_lean_arithmetic_doe
         assert c["theorem"]["statement"].rstrip().endswith(f"<= ({c['theorem']['constants'][-1]['units']} / 281474976710656)")
         assert c["theorem"]["measured"], "the measured constants (trust boundary) are listed"
         if LEAN is None:
-            assert c["kernels"]["lean"]["status"] == "unchecked"
+            assert c["kernels"]["lean"]["status"] == "unchecked"  # the Lean theorem: no toolchain here
+            assert c["kernels"]["lean_arithmetic"]["status"] == "unchecked"
     assumptions = set(cert["kernels"]["coq"]["assumptions"])
     assert assumptions and assumptions <= set(cert["assumptions_allowlist"])
     assert "coq: 30/30 kernel-checked" in stdout
@@ -134,6 +135,7 @@ EDITS = {
     "certificate.json: a Coq status": ("certificate.json", lambda d: d["claims"][2]["kernels"]["coq"].__setitem__("status", "rejected"), "claims[2].kernels.coq.status"),
     "certificate.json: a bound": ("certificate.json", lambda d: d["claims"][5]["bound"].__setitem__("decimal_up", "0.010000"), "claims[5].bound.decimal_up"),
     "certificate.json: the Lean reason": ("certificate.json", lambda d: d["kernels"]["lean"].__setitem__("reason", "checked elsewhere"), "kernels.lean.reason"),
+    "certificate.json: a Lean theorem status": ("certificate.json", lambda d: d["claims"][1]["kernels"]["lean"].__setitem__("status", "kernel_checked"), "claims[1].kernels.lean.status"),
     "certificate.json: an obligation status": ("certificate.json", lambda d: d["obligations"][0].__setitem__("status", "kernel_checked"), "obligations[0]"),
     "certificate.json: a reading": ("certificate.json", lambda d: d["readings"][2].__setitem__("tv_realized_max", 0.0), "readings[2].tv_realized_max"),
 }

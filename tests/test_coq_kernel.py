@@ -20,7 +20,7 @@ from witprobe.certify.certificate import assemble
 from witprobe.certify.check import check_dir
 from witprobe.certify.cli import main
 from witprobe.certify.derive import derive
-from witprobe.certify.kernels import KernelOutcomes, coq_check, lean_check
+from witprobe.certify.kernels import KernelOutcomes, coq_check, lean_check, lean_real_check
 from witprobe.certify.pipeline import write_run_dir
 from witprobe.formal import coq_runner
 from witprobe.formal.render_coq import COQ_FILE, render_coq
@@ -88,6 +88,28 @@ def test_smollm2_claim_theorems_are_kernel_checked_within_the_allowlist(library,
     assert "Theorem L00_attn_tv :" in text and "Print Assumptions" in text
 
 
+def test_every_form_and_shape_the_renderer_emits_is_kernel_checked(library):
+    """One theorem of each (form, shape) pair that run.v (and its Lean twin run_real.lean) can
+    hold, from the committed runs' real constants: dense KV (SmolLM2, Qwen3: banded, plain banded),
+    latent (MLA), sinks (V4), and score level."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from claim_shapes import every_form
+
+    first = {}
+    for i, name in enumerate(("smollm2-int8", "mla-int8", "v4-int8", "qwen3-int8")):
+        run = json.loads((ROOT / "artifacts" / "coverage" / name / "run.json").read_text())
+        for t in every_form(run, f"R{i}_"):
+            first.setdefault((t.form, t.shape), t)
+    assert set(first) == {(f, s) for f in ("centred", "eform") for s in ("banded", "latent", "sink", "score")} | {
+        ("plain", "banded"), ("plain", "sink"), ("plain", "score")}
+    sel = list(first.values())
+    statuses = coq_runner.check_theorems(
+        COQC, library, lambda sub: render_coq([t for t in sel if t.theorem in sub], "e" * 64), [t.theorem for t in sel])
+    assert {n: s.status for n, s in statuses.items()} == {t.theorem: coq_runner.KERNEL_CHECKED for t in sel}
+
+
 def _lowered(th, units: int):
     """The same theorem with its claimed bound ``B`` replaced by ``units / 2**48``."""
     old = th.constants[-1]
@@ -110,7 +132,9 @@ def test_a_bound_lowered_below_its_true_value_is_rejected_and_not_certified(libr
     assert "rejected" in outcome.statuses[lowered.theorem].reason
     others = [s for n, s in outcome.statuses.items() if n != lowered.theorem]
     assert {s.status for s in others} == {coq_runner.KERNEL_CHECKED}
-    cert = assemble("1" * 64, deriv, None, None, KernelOutcomes(coq=outcome, lean=lean_check("off", Path("x"), "", "1" * 64, [])))
+    off = KernelOutcomes(coq=outcome, lean=lean_real_check("off", Path("x"), "", "1" * 64, deriv.theorems),
+                         lean_arithmetic=lean_check("off", Path("x"), "", "1" * 64, []))
+    cert = assemble("1" * 64, deriv, None, None, off, None)
     claim = next(c for c in cert["claims"] if c["id"] == victim.claim_id)
     assert claim["tier"] == "empirical" and claim["kernels"]["coq"]["status"] == "rejected"
     assert cert["summary"]["coq"]["rejected"] == [f"Run_1111111111111111.{lowered.theorem}"]

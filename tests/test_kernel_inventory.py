@@ -81,8 +81,9 @@ def pair_problems(entry: dict, coq_text: str, lean_text: str) -> list[str]:
             errs.append(f"{entry['lean']}: Lean statement of {n} differs from its marker:\n"
                         f"  lean   {l_}\n  marker {marker}")
     cdefs = ki.coq_definition_bodies(coq_text)
-    ldefs = ki.lean_definition_bodies(lean_text)
-    ldef_names = set(ki.lean_definitions(lean_text))
+    unq = lambda n: n[len(module):] if n.startswith(module) else n  # noqa: E731 (as for theorems)
+    ldefs = {unq(n): b for n, b in ki.lean_definition_bodies(lean_text).items()}
+    ldef_names = {unq(n) for n in ki.lean_definitions(lean_text)}
     listed_defs = {d["name"]: d for d in entry.get("definitions", [])}
     if set(cdefs) != set(listed_defs):
         errs.append(f"{where}: definitions {sorted(cdefs)} but inventory lists {sorted(listed_defs)}")

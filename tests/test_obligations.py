@@ -118,3 +118,27 @@ def test_trusted_library_and_rendered_obligations_are_lint_clean(golden):
     assert lint_text(render_run(deriv.obligations, sha)) == []
     for path in ROOT.glob("artifacts/**/*.lean"):
         assert lint_text(path.read_text()) == [], path
+
+
+def test_wiring_refuses_a_transfer_stage_typed_against_its_kind():
+    """A transfer stage's metrics must be those of its transfer kind (what Lean's types enforce)."""
+    from witprobe.calculus.contracts import TransferKind
+    from witprobe.formal.obligations import StageSpec, wiring_errors
+
+    run = json.loads((Path(__file__).resolve().parents[1] / "artifacts" / "coverage" / "qwen3-int8" / "run.json").read_text())
+    ob = derive(run).obligations[0]
+    k = TransferKind.CENTRED_TV
+    good = replace(ob, stages=(StageSpec("transfer", str(k.m_in), str(k.m_out), transfer=k),))
+    assert not any("typed" in e for e in wiring_errors(good)), wiring_errors(good)
+    bad = replace(ob, stages=(StageSpec("transfer", str(TransferKind.SOFTMAX_TV.m_in), str(k.m_out), transfer=k),))
+    assert any(e.startswith("stage 0: transfer centred_tv is typed") for e in wiring_errors(bad)), wiring_errors(bad)
+
+
+def test_an_unknown_read_chain_form_is_refused():
+    from fractions import Fraction
+
+    from witprobe.calculus.bridges import DENSE_KV
+    from witprobe.calculus.chains import ReadMaxima, read_chain
+
+    with pytest.raises(ValueError, match="unknown read-chain form 'tanh'"):
+        read_chain("tanh", ReadMaxima(Fraction(1), Fraction(1, 10), Fraction(1, 20), Fraction(1, 30)), DENSE_KV)

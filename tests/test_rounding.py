@@ -70,3 +70,21 @@ def test_decimal_display_rounds_up():
     for bad in ("1/0", "a/b", "1.5", "1/2/3"):
         with pytest.raises(ValueError):
             rounding.parse_fraction(bad)
+
+
+def test_a_negative_measured_value_is_never_an_error_bound():
+    from fractions import Fraction
+
+    from witprobe.calculus import rounding
+
+    for bad in (Fraction(-1, 3), -2, -1e-9):
+        with pytest.raises(rounding.RoundingError, match="negative"):
+            rounding.up(bad, what="w_max")
+
+
+def test_the_exp_check_refuses_a_nonpositive_denominator():
+    from witprobe.calculus import rounding
+
+    assert not rounding.exp_upper_ok(0, 0, rounding.UNIT)
+    assert not rounding.exp_upper_ok(1, -1, 10 * rounding.UNIT)
+    assert not rounding.exp_upper_ok(-2 * rounding.EXP_N, -1, 10 * rounding.UNIT)  # t = 2N as -2N / -1

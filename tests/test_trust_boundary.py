@@ -471,10 +471,17 @@ def test_derive_fails_closed_outside_the_analysed_range():
     run = json.loads((ROOT / "artifacts/coverage/smollm2-int8/run.json").read_text())
     assert derive(run).failures == []
     big = copy.deepcopy(run)
-    big["requests"][0]["prompt_tokens"] = 1 << 40  # legacy runs: keys bounded by the longest request
+    big["schema"] = "witprobe-run/1"  # legacy runs: keys bounded by the longest request
+    big["requests"][0]["prompt_tokens"] = 1 << 40
     fails = derive(big).failures
     assert fails and all("fail closed" in f for f in fails)
     assert any("eform_excess" in f for f in fails)
+    big = copy.deepcopy(run)  # runs with magnitudes: keys as recorded per layer
+    big["schema"] = "witprobe-run/2"
+    for layer in big["layers"]:
+        layer["read"]["keys_visible"]["max"] = float(1 << 40)
+    fails = derive(big).failures
+    assert fails and all("fail closed" in f for f in fails)
 
 
 def test_derive_fails_closed_on_a_recorded_score_error_too_large():
@@ -509,3 +516,26 @@ def test_int8_codec_residuals_are_metered_in_float64():
         bb = band_norm_bounds([x - y for x, y in zip(exact_vec(k[0, 0, t]), exact_vec(served[0, 0, t]))], bands)
         his.append(sum(b[1] for b in bb))
     assert up(st["w_max"]["max"]) >= max(his)
+
+
+@pytest.mark.parametrize("y", [Fraction(-1, 8), Fraction(1), Fraction(3, 2)])
+def test_exp_up_refuses_an_exponent_outside_its_range(y):
+    """``1/(1 - y)`` bounds ``e**y`` only on ``[0, 1)``: outside it the error bound must refuse."""
+    with pytest.raises(fe.FloatBoundError, match="outside"):
+        fe.exp_up(y)
+    assert fe.exp_up(Fraction(1, 2)) == 2 >= math.exp(0.5)
+
+
+@pytest.mark.parametrize("field", ["width", "bands", "components", "keys"])
+@pytest.mark.parametrize("bad", [0, -3, 2.0, True])
+def test_sizes_refuse_anything_but_a_positive_integer(field, bad):
+    sizes = dict(width=64, bands=4, components=1, keys=100)
+    sizes[field] = bad
+    with pytest.raises(fe.FloatBoundError, match=field):
+        fe.Sizes(**sizes)
+
+
+def test_the_eform_error_analysis_refuses_a_c_max_beyond_its_argument_bound():
+    s = fe.Sizes(width=64, bands=4, components=1, keys=100)
+    with pytest.raises(fe.FloatBoundError, match="too large for the expm1 argument bound"):
+        fe.eform_rel(s, Fraction(0), Fraction(1), Fraction(2 ** 60))

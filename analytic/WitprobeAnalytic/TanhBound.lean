@@ -14,6 +14,12 @@ Main results:
 * `tanh_half_le_of_exp_le`: `e^C ≤ E` and `(E − 1)/(E + 1) ≤ B` give `tanh (C/2) ≤ B`.
 * `tanh_half_le_of_taylor`, `tanh_half_le_of_expUpper`: the two combined with a rational exp
   bound (Taylor for `C ≤ 1`; `(N/(N − C))^N` of `exp_le_expUpper` for `C < N`).
+* `plain_half_le_of_expUpper`: `((N/(N − 2E))^N − 1)/2 ≤ B` gives `(e^{2E} − 1)/2 ≤ B`, the side
+  condition of `plain_claim` and its banded and sink forms.
+
+The per-run file applies `tanh_half_le_of_expUpper` and `plain_half_le_of_expUpper` with the
+`N` of the Python chain (`rounding.EXP_N = 1024`), so the goal left to `norm_num` is the rational
+inequality Python already decided (up to its rounding of `e^t` to units, which only loosens it).
 -/
 
 namespace WitprobeAnalytic
@@ -53,5 +59,12 @@ theorem tanh_half_le_of_expUpper (N : ℕ) (hN : 0 < N) (C B : ℝ) (hC0 : 0 ≤
     (hB : (((N : ℝ) / ((N : ℝ) - C)) ^ N - 1) / (((N : ℝ) / ((N : ℝ) - C)) ^ N + 1) ≤ B) :
     tanh (C / 2) ≤ B :=
   tanh_half_le_of_exp_le C _ B (exp_le_expUpper N hN C hC0 hCN) hB
+
+theorem plain_half_le_of_expUpper (N : ℕ) (hN : 0 < N) (E B : ℝ) (hE0 : 0 ≤ E) (hEN : 2 * E < N)
+    (hB : 2⁻¹ * ((((N : ℝ) / ((N : ℝ) - 2 * E)) ^ N) - 1) ≤ B) :
+    2⁻¹ * (Real.exp (2 * E) - 1) ≤ B := by
+  have h2E : 0 ≤ 2 * E := by linarith
+  have h := exp_le_expUpper N hN (2 * E) h2E hEN
+  linarith
 
 end WitprobeAnalytic

@@ -13,3 +13,11 @@ Layers (see ``ARCHITECTURE.md``):
 """
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):  # lazy: ``import witprobe`` stays light (the gate needs no torch)
+    if name in ("observe", "ObservedRun", "UnobservedReads"):
+        from witprobe import api as _observe
+
+        return getattr(_observe, name)
+    raise AttributeError(f"module 'witprobe' has no attribute {name!r}")

@@ -53,3 +53,19 @@ def test_honest_draws_keep_the_process_small():
         e.add(log_factors(w, np.zeros(500), c))
         crossed += e.crossed
     assert crossed <= 6  # Ville: P(cross) <= 0.01; 200 runs
+
+
+def test_folding_event_summaries_equals_folding_factors():
+    """The journal keeps one FactorSummary per event; folding those reproduces add() bit for bit."""
+    from witprobe.ledger.eprocess import EProcess, FactorSummary
+
+    rng = np.random.default_rng(7)
+    a, b = EProcess(), EProcess()
+    for _ in range(200):
+        lg = rng.normal(0.05, 1.3, size=int(rng.integers(0, 40)))
+        a.add(lg)
+        b.add_summary(FactorSummary.of(lg))
+    assert (a.n_factors, a.log_m, a.log_m_max, a.crossed) == (b.n_factors, b.log_m, b.log_m_max, b.crossed)
+    assert a.crossed  # the path did cross, so `crossed` was compared on a real event
+    with pytest.raises(ValueError):
+        b.add_summary(FactorSummary(3, None, 1.0))

@@ -74,3 +74,49 @@ def test_replay_refuses_bad_input(tmp_path, reads):
     proc = subprocess.run([sys.executable, "-m", "witprobe.ledger", "replay", str(tmp_path / "nope.parquet")],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "no such trace" in proc.stderr
+
+
+def _same(a, b):
+    assert (a.thresholds, a.n_reads, a.retained, a.qn_max, a.per_request_retention_median) == \
+        (b.thresholds, b.n_reads, b.retained, b.qn_max, b.per_request_retention_median)
+
+
+def test_histogram_sweep_equals_the_reference_replay(reads, tmp_path):
+    from witprobe.ledger.replay import replay_reference
+
+    path, _ = reads
+    _same(replay(path, THRESHOLDS), replay_reference(path, THRESHOLDS))
+    # the same reads, dictionary-encoded in small row groups that span requests (the old writer's layout)
+    t = pq.read_table(path)
+    p2 = tmp_path / "dict.parquet"
+    pq.write_table(t, p2, row_group_size=300_007, compression="zstd", use_dictionary=True)
+    assert pq.ParquetFile(p2).metadata.num_row_groups > 24
+    ths = (0.0, 0.013, 0.05, 0.25, 1.0, 70000.0)
+    _same(replay(p2, ths), replay_reference(p2, ths))
+
+
+def test_histogram_sweep_at_float16_edges(tmp_path):
+    """Thresholds equal to, just above and just below float16 witnesses; -0.0 and inf witnesses;
+    requests interleaved inside a row group; a float32 trace takes the reference path."""
+    import pyarrow as pa
+
+    from witprobe.ledger.replay import replay_reference
+
+    rng = np.random.default_rng(3)
+    w = rng.choice(np.array([0.0, -0.0, 0.1, 0.2, 0.2998, 0.3, 0.30005, 1.0, np.inf], np.float16), 50_000)
+    req = rng.integers(0, 5, w.size).astype(np.uint16)
+    qn = rng.uniform(0, 3, w.size).astype(np.float16)
+    ths = (0.0, 0.1, float(np.float16(0.3)), 0.3, 0.30001, float(np.nextafter(np.float16(0.3), np.float16(1))), 1.0, 2.0)
+    for dt in (pa.float16(), pa.float32()):
+        p = tmp_path / f"edge_{dt}.parquet"
+        pq.write_table(pa.table({"request": req, "witness": pa.array(w.astype(dt.to_pandas_dtype()), dt),
+                                 "qn": pa.array(qn.astype(dt.to_pandas_dtype()), dt)}), p, row_group_size=7_001)
+        a, b = replay(p, ths), replay_reference(p, ths)
+        _same(a, b)
+        want = [int((w.astype(np.float64) <= th).sum()) for th in sorted(ths)]
+        assert a.retained == want
+    bad = tmp_path / "neg.parquet"
+    pq.write_table(pa.table({"request": req[:10], "witness": pa.array(np.full(10, -0.5, np.float16)),
+                             "qn": pa.array(qn[:10])}), bad)
+    with pytest.raises(TraceError, match="negative or NaN witness"):
+        replay(bad)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from witprobe.gate import FAILURE_CLASSES, STAGES, Expectations, check, main
+from witprobe.probe.gate import FAILURE_CLASSES, STAGES, Expectations, check, main
 from witprobe.probe.accumulators import Accumulator
 from witprobe.probe.band_meter import select_rows
 from witprobe.probe.runtime import ProbeConfig, ProbeRuntime
@@ -269,3 +269,50 @@ def test_module_entry_point(tmp_path: Path, good):
     assert "PASS" in run.stdout
     run = subprocess.run([sys.executable, "-m", "witprobe.gate"], capture_output=True, text=True, timeout=60)
     assert run.returncode == 2
+
+
+# --- the soundness stage on its own: it must fail closed even when coverage would not run first ---
+from witprobe.probe.gate import check_soundness  # noqa: E402
+
+
+def _soundness(snap) -> set[str]:
+    return {f.failure for f in check_soundness(snap, Expectations())}
+
+
+def test_soundness_stage_alone_passes_a_healthy_snapshot(good):
+    assert check_soundness(good, Expectations()) == []
+
+
+@pytest.mark.parametrize("counters,expect", [
+    ({}, "witness_violation"),  # no self-check counter at all
+    ({"zero_residual_int8": 0}, "witness_violation"),  # counters, but none of them a witness check
+    ({"viol_low_int8": None, "viol_high_int8": 0}, "witness_violation"),  # a null self-check
+    ({"viol_low_int8": 0, "viol_high_int8": "0"}, "witness_violation"),  # not an integer
+    ({"viol_low_int8": 0, "viol_high_int8": 1}, "witness_violation"),
+    ({"viol_low_int8": 0, "flip_in_cert0.01": 1}, "flip_in_certified_region"),
+    ({"viol_low_int8": 0, "flip_in_cert0.01": None}, "flip_in_certified_region"),
+    ({"viol_low_int8": 0, "viol_new_int3": 1}, "witness_violation"),  # not in the table, named like one
+    ({"viol_low_int8": 0, "flip_in_new_region": 1}, "flip_in_certified_region"),
+], ids=["none", "no-witness-check", "null", "string", "viol", "flip", "flip-null", "unknown-viol", "unknown-flip"])
+def test_soundness_stage_alone_fails_closed(good, counters, expect):
+    bad = copy.deepcopy(good)
+    bad["slots"]["DenseKV#0|L2|key"]["counters"] = counters
+    assert expect in _soundness(bad)
+    for f in check_soundness(bad, Expectations()):
+        v = counters.get(f.where.rsplit(".", 1)[-1], 0)
+        if v is None or isinstance(v, str):
+            assert "fail closed" in f.message, f  # a null is reported as missing, never as a count
+
+
+def test_soundness_stage_reads_every_slot(good):
+    bad = copy.deepcopy(good)
+    last = sorted(bad["slots"])[-1]
+    bad["slots"][last]["counters"]["viol_high_int8"] = 1
+    found = check_soundness(bad, Expectations())
+    assert [f.where for f in found] == [f"{last}.counters.viol_high_int8"]
+
+
+def test_the_gate_command_stays_standard_library_only():
+    code = "import sys, witprobe.gate, witprobe.probe.gate; assert 'torch' not in sys.modules, 'gate imported torch'"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr

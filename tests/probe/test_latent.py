@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from witprobe.calculus import bridges
-from witprobe.calculus.chains import ReadInputs, read_chain
+from witprobe.calculus.chains import ReadMaxima, read_chain
 from witprobe.calculus.contracts import Chain, MetricMismatch
 from witprobe.certify.derive import derive
 from witprobe.certify.measure import MeasureConfig, measure
@@ -75,6 +75,6 @@ def test_latent_storage_cannot_feed_the_dense_score_bridge():
     dense_score = bridges.score_bridge(Fraction(2), bridges.DENSE_KV)
     with pytest.raises(MetricMismatch, match="latent:l2@read"):
         Chain.start(latent_store).then(dense_score)
-    inp = ReadInputs(Fraction(2), Fraction(1, 10), Fraction(1, 20), Fraction(1, 30))
+    inp = ReadMaxima(Fraction(2), Fraction(1, 10), Fraction(1, 20), Fraction(1, 30))
     for form in ("plain", "centred", "eform"):
         assert str(read_chain(form, inp, bridges.LATENT).m_in) == "latent:l2@write"

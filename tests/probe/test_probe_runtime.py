@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from witprobe.calculus.registry import UnregisteredMetric
-from witprobe.gate import Expectations, check
+from witprobe.probe.gate import Expectations, check
 from witprobe.probe.runtime import PROBE_SCHEMA, ProbeConfig, ProbeError, ProbeRuntime
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from witprobe.calculus import bridges
-from witprobe.calculus.chains import ReadInputs, read_chain
+from witprobe.calculus.chains import ReadMaxima, read_chain
 from witprobe.calculus.contracts import Chain, MetricMismatch, parallel
 from witprobe.calculus.tiers import Tier
 from witprobe.certify.derive import derive
@@ -81,7 +81,7 @@ def test_coarse_codec_changes_selections_the_witness_does_not_certify(dsa_run):
 
 def test_selection_stage_cannot_be_added_to_attention_tv_without_the_empirical_bridge():
     """Regression: selector-score mass must never be typed as attention TV."""
-    inp = ReadInputs(Fraction(2), Fraction(1, 10), Fraction(1, 20), Fraction(1, 30))
+    inp = ReadMaxima(Fraction(2), Fraction(1, 10), Fraction(1, 20), Fraction(1, 30))
     attn = read_chain("centred", inp).evaluate(0)
     selection = Chain.start(bridges.selection_contract(Fraction(1, 100))).evaluate(0)
     with pytest.raises(MetricMismatch, match="selector_dist:tv@select"):

@@ -25,8 +25,8 @@ FORMS = ("plain", "centred", "eform")
 
 
 @dataclass(frozen=True)
-class ReadInputs:
-    """Per-layer measured inputs of the read chains (exact, already rounded outward)."""
+class ReadMaxima:
+    """Per-layer measured maxima that feed the read chains (exact, already rounded outward)."""
 
     q_coef: Fraction  # gain of the score bridge (scale * max ||q||, or its latent analogue)
     w_max: Fraction  # max_t W_t over the entries read
@@ -34,7 +34,7 @@ class ReadInputs:
     eform_excess: Fraction  # max over rows of E_p'[e^c] - 1
 
 
-def plain_chain(inp: ReadInputs, spec: EntrySpec = DENSE_KV) -> Chain:
+def plain_chain(inp: ReadMaxima, spec: EntrySpec = DENSE_KV) -> Chain:
     return (
         Chain.start(bridges.storage_contract(inp.w_max, spec))
         .then(bridges.score_bridge(inp.q_coef, spec))
@@ -42,7 +42,7 @@ def plain_chain(inp: ReadInputs, spec: EntrySpec = DENSE_KV) -> Chain:
     )
 
 
-def centred_chain(inp: ReadInputs, spec: EntrySpec = DENSE_KV) -> Chain:
+def centred_chain(inp: ReadMaxima, spec: EntrySpec = DENSE_KV) -> Chain:
     return (
         Chain.start(bridges.banded_score_bridge(inp.q_coef, inp.c_max, spec))
         .then(bridges.osc_bridge())
@@ -50,11 +50,11 @@ def centred_chain(inp: ReadInputs, spec: EntrySpec = DENSE_KV) -> Chain:
     )
 
 
-def eform_chain(inp: ReadInputs, spec: EntrySpec = DENSE_KV) -> Chain:
+def eform_chain(inp: ReadMaxima, spec: EntrySpec = DENSE_KV) -> Chain:
     return Chain.start(bridges.eform_moment(inp.eform_excess, spec)).then(bridges.eform_tv())
 
 
-def read_chain(form: str, inp: ReadInputs, spec: EntrySpec = DENSE_KV) -> Chain:
+def read_chain(form: str, inp: ReadMaxima, spec: EntrySpec = DENSE_KV) -> Chain:
     """The chain of one form (``plain``, ``centred`` or ``eform``) for one entry kind."""
     if form == "plain":
         return plain_chain(inp, spec)

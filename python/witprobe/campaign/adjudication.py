@@ -14,12 +14,17 @@ comparisons below reproduce both, with the same verdicts as the Lean theorems
 ``Witprobe.concurrency_inference_rejected`` and ``Witprobe.crossCode_inference_rejected``.
 Readings the paper does not report are set equal across the arms of each comparison; code tags
 are small ids (0 = efb8e95, 1 = e22d5d8), as in Lean.
+
+The calculus does not depend on the paper's fields: a run carries its own ``registered`` tuple
+(default: the paper's :data:`REGISTERED`), its readings must be total over it, and two runs are
+comparable only when they register the same fields. :mod:`witprobe.campaign.ledger` registers the
+ledger campaign's fields this way.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 
@@ -45,22 +50,31 @@ class InferenceRejected(ValueError):
     """A comparison does not license a causal finding."""
 
 
+def _label(f: Hashable) -> str:
+    return f.value if isinstance(f, enum.Enum) else str(f)
+
+
 @dataclass(frozen=True)
 class Run:
-    """A run: a reading for every registered field and accuracy in per-mille."""
+    """A run: an integer reading for every registered field and the outcome in per-mille."""
 
     name: str
-    reads: Mapping[Field, int]
+    reads: Mapping[Hashable, int]
     acc_pm: int
+    registered: tuple[Hashable, ...] = REGISTERED
 
     def __post_init__(self) -> None:
-        unknown = [k for k in self.reads if not isinstance(k, Field)]
+        unknown = [k for k in self.reads if k not in self.registered]
         if unknown:
             raise ValueError(f"run {self.name}: unregistered fields {unknown}")
-        absent = [f.value for f in REGISTERED if f not in self.reads]
+        absent = [_label(f) for f in self.registered if f not in self.reads]
         if absent:
             raise ValueError(f"run {self.name}: readings must be total; missing {absent}")
+        bad = [_label(k) for k, v in self.reads.items() if isinstance(v, bool) or not isinstance(v, int)]
+        if bad or isinstance(self.acc_pm, bool) or not isinstance(self.acc_pm, int):
+            raise ValueError(f"run {self.name}: readings and outcome must be integers (not: {bad or ['acc_pm']})")
         object.__setattr__(self, "reads", dict(self.reads))
+        object.__setattr__(self, "registered", tuple(self.registered))
 
 
 @dataclass(frozen=True)
@@ -69,13 +83,20 @@ class Comparison:
 
     a: Run
     b: Run
-    manipulated: tuple[Field, ...] = ()
-    mediators: tuple[Field, ...] = ()
+    manipulated: tuple[Hashable, ...] = ()
+    mediators: tuple[Hashable, ...] = ()
 
-    def confounded(self) -> list[Field]:
+    def __post_init__(self) -> None:
+        if self.a.registered != self.b.registered:
+            raise ValueError(f"{self.a.name} and {self.b.name} register different fields: not comparable")
+        stray = [_label(f) for f in (*self.manipulated, *self.mediators) if f not in self.a.registered]
+        if stray:
+            raise ValueError(f"manipulated or mediator fields are not registered: {stray}")
+
+    def confounded(self) -> list[Hashable]:
         """Registered fields that differ but are neither manipulated nor declared mediators."""
         return [
-            f for f in REGISTERED
+            f for f in self.a.registered
             if f not in self.manipulated and f not in self.mediators and self.a.reads[f] != self.b.reads[f]
         ]
 
@@ -83,7 +104,7 @@ class Comparison:
         """Lean ``Witprobe.premisesHold``."""
         return not self.confounded()
 
-    def inactive(self) -> list[Field]:
+    def inactive(self) -> list[Hashable]:
         """Manipulated fields that do not differ across the arms."""
         return [f for f in self.manipulated if self.a.reads[f] == self.b.reads[f]]
 
@@ -105,14 +126,14 @@ class CausalFinding:
         if bad:
             reasons.append(
                 "premises fail: " + ", ".join(
-                    f"{f.value} differs ({self.cmp.a.reads[f]} vs {self.cmp.b.reads[f]}) and is not declared"
+                    f"{_label(f)} differs ({self.cmp.a.reads[f]} vs {self.cmp.b.reads[f]}) and is not declared"
                     for f in bad
                 )
             )
         if not self.cmp.manipulated:
             reasons.append("nothing is manipulated")
         elif self.cmp.inactive():
-            reasons.append("manipulated but equal: " + ", ".join(f.value for f in self.cmp.inactive()))
+            reasons.append("manipulated but equal: " + ", ".join(_label(f) for f in self.cmp.inactive()))
         if reasons:
             raise InferenceRejected(f"{self.cmp.a.name} vs {self.cmp.b.name}: " + "; ".join(reasons))
 

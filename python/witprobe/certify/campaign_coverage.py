@@ -1,7 +1,7 @@
 """``certify coverage``: certify every zoo configuration and write the coverage table.
 
 One command regenerates ``artifacts/coverage/``: a run directory per model (``run.json``,
-``obligations/run.lean``, ``certificate.json``) and ``coverage.json`` / ``COVERAGE.md`` with one row
+``obligations/run.v``, ``obligations/run_real.lean``, ``obligations/run.lean``, ``certificate.json``) and ``coverage.json`` / ``COVERAGE.md`` with one row
 per (model, memory class): layers covered over total and the headline reading (the paper's
 Table 1 shape). Each model's directory is written atomically; the table is written last.
 """

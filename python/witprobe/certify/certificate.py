@@ -1,19 +1,25 @@
-"""The certificate (schema ``witprobe-certificate/2``): claims with machine-decided tiers.
+"""The certificate (schema ``witprobe-certificate/3``): claims with machine-decided tiers.
 
 A claim is ``certified`` only when a proof kernel checked a theorem whose statement *is* the
-claim, against a library built (or its build verified) in the same check: today Coq's kernel on
-``obligations/run.v``. Each claim records ``kernels``:
+claim, against a library built (or its build verified) in the same check: Coq's kernel on
+``obligations/run.v``, or Lean's on ``obligations/run_real.lean`` (the same theorems, same names,
+in Lean; no Lean toolchain exists where witprobe is developed, so in practice Coq). Each claim
+records ``kernels``:
 
 - ``coq``: ``kernel_checked``, ``rejected`` (the kernel or the assumption audit refused the
   theorem), ``unchecked`` (with the reason: no ``coqc``, build failure, timeout) or ``none`` (no
   theorem states this claim), with the fully qualified theorem name. The audited assumptions of
   the checked theorems (``Print Assumptions`` of their conjunction, each within
   ``assumptions_allowlist``) are recorded once, in ``kernels.coq.assumptions``;
-- ``lean``: the status of the claim's arithmetic obligations in ``obligations/run.lean``
-  (``arithmetic_checked`` when Lean's kernel accepted them, which does *not* certify).
+- ``lean``: the same for the Lean theorem: ``kernel_checked`` (accepted, ``#print axioms``
+  within the standard three, recorded in ``axioms``), ``failed``, ``unchecked`` with the reason
+  (no Lean toolchain, the analytic package did not build, timeout) or ``none``;
+- ``lean_arithmetic``: the status of the claim's arithmetic obligations in
+  ``obligations/run.lean`` (``arithmetic_checked`` when Lean's kernel accepted them, which does
+  *not* certify).
 
-``tier`` is the registered tier only if the bound is not vacuous and the Coq theorem was
-kernel-checked, else ``empirical``, with ``tier_reason``. Each claim also lists its theorem's
+``tier`` is the registered tier only if the bound is not vacuous and the Coq or the Lean theorem
+was kernel-checked, else ``empirical``, with ``tier_reason``. Each claim also lists its theorem's
 statement, the measured constants it rests on (the trust boundary) and the library theorems the
 proof applies. The certificate is a deterministic function of ``run.json``, the rendered files and
 the kernels' outcomes, so ``certify check`` can re-derive it byte for byte.
@@ -28,14 +34,17 @@ from typing import Any
 from witprobe.calculus import rounding
 from witprobe.calculus.tiers import Tier
 from witprobe.certify import verdict
-from witprobe.certify.derive import Claim, Derivation, self_check_meaning
+from witprobe.certify.derive import Claim, Derivation
+from witprobe.certify.derive_values import OUTPUT_COUNTERS
 from witprobe.certify.kernels import KernelOutcomes
 from witprobe.formal import coq_runner
 from witprobe.formal.claim_theorems import ClaimTheorem
-from witprobe.formal.lean_runner import KERNEL_CHECKED, UNCHECKED, ObligationStatus
+from witprobe.formal.lean_runner import FAILED, KERNEL_CHECKED, UNCHECKED, ObligationStatus
 from witprobe.formal.render_coq import COQ_FILE, qualified
+from witprobe.self_checks import meaning as self_check_meaning
+from witprobe.formal.render_lean_real import LEAN_REAL_FILE
 
-CERT_SCHEMA = "witprobe-certificate/2"
+CERT_SCHEMA = "witprobe-certificate/3"
 OBLIGATIONS_FILE = "obligations/run.lean"
 ARITHMETIC_CHECKED = "arithmetic_checked"
 
@@ -63,8 +72,10 @@ def _claim_lean_status(claim: Claim, statuses: dict[str, ObligationStatus]) -> t
     return worst.status, f"obligation {worst.ident} {worst.status}: {worst.reason}"  # type: ignore[union-attr]
 
 
-def effective_tier(claim: Claim, coq_status: str, coq_reason: str) -> tuple[Tier, str]:
-    """The tier a claim may print: registered only if not vacuous and its theorem was kernel-checked."""
+def effective_tier(claim: Claim, coq_status: str, coq_reason: str, lean_status: str,
+                   lean_reason: str) -> tuple[Tier, str]:
+    """The tier a claim may print: registered only if not vacuous and its theorem was kernel-checked
+    (by Coq or by Lean)."""
     if claim.kind == "recurrent":
         return Tier.EMPIRICAL, "observation only: no certificate is claimed for a recurrent state"
     if claim.kind == "pooling":
@@ -79,11 +90,12 @@ def effective_tier(claim: Claim, coq_status: str, coq_reason: str) -> tuple[Tier
         return Tier.EMPIRICAL, "vacuous: the TV bound is >= 1"
     if claim.registered_tier is Tier.EMPIRICAL:
         return Tier.EMPIRICAL, "the composition includes an empirical step (a paired measurement, no theorem)"
-    if coq_status == "none":
+    if coq_status == "none" and lean_status == "none":
         return Tier.EMPIRICAL, "no kernel-checked theorem states this claim (exact Python arithmetic only)"
-    if coq_status != coq_runner.KERNEL_CHECKED:
-        return Tier.EMPIRICAL, f"not kernel-checked ({coq_reason})"
-    return claim.registered_tier, "its theorem (statement = the claim) was kernel-checked by Coq"
+    by = [k for k, st in (("Coq", coq_status), ("Lean", lean_status)) if st == KERNEL_CHECKED]
+    if not by:
+        return Tier.EMPIRICAL, f"not kernel-checked (Coq: {coq_reason}; Lean: {lean_reason})"
+    return claim.registered_tier, f"its theorem (statement = the claim) was kernel-checked by {' and '.join(by)}"
 
 
 def _frac(x) -> dict[str, str] | None:
@@ -93,9 +105,10 @@ def _frac(x) -> dict[str, str] | None:
 
 
 def claim_json(claim: Claim, run_sha: str, theorem: ClaimTheorem | None, outcomes: KernelOutcomes) -> dict[str, Any]:
-    lean_status, lean_reason = _claim_lean_status(claim, outcomes.lean.statuses)
+    arith_status, arith_reason = _claim_lean_status(claim, outcomes.lean_arithmetic.statuses)
     if theorem is None:
         coq = {"status": "none", "theorem": None, "reason": "no theorem states this claim"}
+        lean: dict[str, Any] = {"status": "none", "theorem": None, "reason": "no theorem states this claim", "axioms": []}
     else:
         st = outcomes.coq.statuses.get(theorem.theorem)
         coq = {
@@ -103,10 +116,17 @@ def claim_json(claim: Claim, run_sha: str, theorem: ClaimTheorem | None, outcome
             "theorem": qualified(run_sha, theorem.theorem),
             "reason": st.reason if st else "no Coq status (fail closed)",
         }
-    tier, reason = effective_tier(claim, coq["status"], coq["reason"])
+        lst = outcomes.lean.statuses.get(theorem.theorem)
+        lean = {
+            "status": lst.status if lst else UNCHECKED,
+            "theorem": qualified(run_sha, theorem.theorem),
+            "reason": lst.reason if lst else "no Lean status (fail closed)",
+            "axioms": list(lst.axioms) if lst else [],
+        }
+    tier, reason = effective_tier(claim, coq["status"], coq["reason"], lean["status"], lean["reason"])
     forms = {}
     for name, f in claim.forms.items():
-        st = outcomes.lean.statuses.get(f.obligation) if f.obligation else None
+        st = outcomes.lean_arithmetic.statuses.get(f.obligation) if f.obligation else None
         forms[name] = {
             "bound": _frac(f.bound),
             "vacuous": f.vacuous,
@@ -126,8 +146,9 @@ def claim_json(claim: Claim, run_sha: str, theorem: ClaimTheorem | None, outcome
         "bound": _frac(claim.value),
         "vacuous": claim.vacuous,
         "registered_tier": claim.registered_tier.value,
-        "kernels": {"coq": coq, "lean": {"status": lean_status, "reason": lean_reason,
-                                         "obligations": claim.obligations}},
+        "kernels": {"coq": coq, "lean": lean,
+                    "lean_arithmetic": {"status": arith_status, "reason": arith_reason,
+                                        "obligations": claim.obligations}},
         "theorem": theorem.to_json() if theorem else None,
         "tier": tier.value,
         "tier_reason": reason,
@@ -139,19 +160,22 @@ def claim_json(claim: Claim, run_sha: str, theorem: ClaimTheorem | None, outcome
 
 
 def assemble(run_sha: str, deriv: Derivation, obligations_sha: str | None, coq_sha: str | None,
-             outcomes: KernelOutcomes) -> dict[str, Any]:
-    """The certificate dictionary."""
+             outcomes: KernelOutcomes, lean_sha: str | None) -> dict[str, Any]:
+    """The certificate dictionary (``*_sha``: SHA-256 of the rendered ``run.lean``, ``run.v``,
+    ``run_real.lean``, ``None`` where the run renders no such file)."""
     by_claim = {t.claim_id: t for t in deriv.theorems}
     claims = [claim_json(c, run_sha, by_claim.get(c.id), outcomes) for c in deriv.claims]
     self_checks = {
-        k: {"count": v, "ok": v == 0, "meaning": self_check_meaning(k)} for k, v in sorted(deriv.self_checks.items())
+        k: {"count": v, "ok": v == 0, "meaning": OUTPUT_COUNTERS.get(k) or self_check_meaning(k)} for k, v in sorted(deriv.self_checks.items())
     }
     tiers = {t.value: sum(1 for c in claims if c["tier"] == t.value) for t in sorted(Tier, key=lambda t: t.value)}  # the order JSON stores (sort_keys)
     ok = not deriv.failures and all(v["ok"] for v in self_checks.values())
     attn = [c for c in claims if c["kind"] == "attn_tv"]
     bounds = [c for c in attn if c["bound"] is not None and not c["vacuous"]]
     worst = max(bounds, key=lambda c: rounding.parse_fraction(c["bound"]["exact"]), default=None)
-    lean_st = outcomes.lean.statuses
+    lean_st = outcomes.lean_arithmetic.statuses
+    lean_checked = [c["kernels"]["lean"]["theorem"] for c in claims if c["kernels"]["lean"]["status"] == KERNEL_CHECKED]
+    lean_failed = [c["kernels"]["lean"]["theorem"] for c in claims if c["kernels"]["lean"]["status"] == FAILED]
     coq_checked = sum(1 for c in claims if c["kernels"]["coq"]["status"] == coq_runner.KERNEL_CHECKED)
     coq_rejected = [c["kernels"]["coq"]["theorem"] for c in claims if c["kernels"]["coq"]["status"] == coq_runner.REJECTED]
     return {
@@ -159,9 +183,12 @@ def assemble(run_sha: str, deriv: Derivation, obligations_sha: str | None, coq_s
         "run_json_sha256": run_sha,
         "coq_file": COQ_FILE if coq_sha else None,
         "coq_sha256": coq_sha,
+        "lean_file": LEAN_REAL_FILE if lean_sha else None,
+        "lean_sha256": lean_sha,
         "obligations_file": OBLIGATIONS_FILE if obligations_sha else None,
         "obligations_sha256": obligations_sha,
-        "kernels": {"coq": outcomes.coq.to_json(), "lean": outcomes.lean.to_json()},
+        "kernels": {"coq": outcomes.coq.to_json(), "lean": outcomes.lean.to_json(),
+                    "lean_arithmetic": outcomes.lean_arithmetic.to_json()},
         "assumptions_allowlist": sorted(coq_runner.ALLOWED_ASSUMPTIONS),
         "obligations": [
             {
@@ -186,6 +213,7 @@ def assemble(run_sha: str, deriv: Derivation, obligations_sha: str | None, coq_s
             "tiers": tiers,
             "worst_bound": {"claim": worst["id"], "bound": worst["bound"]} if worst else None,
             "coq": {"theorems": len(deriv.theorems), "kernel_checked": coq_checked, "rejected": coq_rejected},
+            "lean": {"theorems": len(deriv.theorems), "kernel_checked": len(lean_checked), "failed": lean_failed},
             **verdict.scope_summary(ok, claims, deriv.scope),
         },
     }

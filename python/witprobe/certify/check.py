@@ -1,13 +1,18 @@
 """``certify check DIR``: re-derive a certificate from its ``run.json``, re-run the kernels, compare.
 
 Checks, in order: the SHA-256 of ``run.json`` against the certificate; the re-rendered files
-(``obligations/run.v``, ``obligations/run.lean``) against the stored ones byte for byte; the
-reference checker on every Lean obligation; Coq, where ``coqc`` exists, on every claim theorem
-(any theorem the kernel rejects is named, and the check fails; a certificate that records
-kernel-checked theorems cannot be confirmed without Coq and is refused); Lean likewise on the
-arithmetic obligations; the certificate's verdict (a ``fail`` verdict fails the check); finally
+(``obligations/run.v``, ``obligations/run_real.lean``, ``obligations/run.lean``) against the
+stored ones byte for byte; the reference checker on every Lean obligation; Coq, where ``coqc``
+exists, on every claim theorem (any theorem the kernel rejects is named, and the check fails; a
+certificate that records kernel-checked theorems cannot be confirmed without Coq and is
+refused); Lean, where a toolchain exists, likewise on the claim theorems of ``run_real.lean``,
+and on the arithmetic obligations; the certificate's verdict (a ``fail`` verdict fails the check); finally
 the whole certificate re-assembled from these against ``certificate.json``, naming every JSON path
 that differs.
+
+A file that cannot be read at all (not JSON, not an object, a foreign schema, a ``run.json`` the
+derivation cannot parse) raises :class:`witprobe.cliutil.InputError` (exit 2), naming the file
+and the field; a well-formed file that differs is a problem (exit 1).
 """
 
 from __future__ import annotations
@@ -19,13 +24,15 @@ from typing import Any
 
 from witprobe.certify.certificate import CERT_SCHEMA, OBLIGATIONS_FILE, assemble, sha256_text
 from witprobe.certify.derive import Derivation, DeriveError, derive
-from witprobe.certify.kernels import KERNEL_MODES, KernelOutcomes, LeanOutcome, coq_check, lean_check
+from witprobe.cliutil import InputError, read_json_object
+from witprobe.certify.kernels import KERNEL_MODES, KernelOutcomes, LeanOutcome, coq_check, lean_check, lean_real_check
 from witprobe.formal import coq_runner
 from witprobe.formal.coq_runner import CoqOutcome, TheoremStatus
 from witprobe.formal.lean_runner import FAILED, KERNEL_CHECKED, UNCHECKED, ObligationStatus
 from witprobe.formal.obligations import ObligationError, reference_check
 from witprobe.formal.render import render_run
 from witprobe.formal.render_coq import COQ_FILE, render_coq
+from witprobe.formal.render_lean_real import LEAN_REAL_FILE, render_lean_real
 
 
 @dataclass
@@ -77,32 +84,33 @@ def check_dir(directory: Path) -> CheckResult:
             res.problems.append(f"{p} is missing")
     if res.problems:
         return res
-    run_text = run_path.read_text(encoding="utf-8")
     try:
-        cert = json.loads(cert_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        res.problems.append(f"certificate.json is not valid JSON: {e}")
-        return res
-    if not isinstance(cert, dict) or cert.get("schema") != CERT_SCHEMA:
-        schema = cert.get("schema") if isinstance(cert, dict) else None
-        hint = (" (schema /1 predates claim theorems checked by a kernel: re-run `certify run`)"
-                if schema == "witprobe-certificate/1" else "")
-        res.problems.append(f"certificate.json: schema is {schema!r}, not {CERT_SCHEMA!r}{hint}")
-        return res
+        run_text = run_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(run_path, "", f"cannot be read ({e})") from None
+    cert = read_json_object(cert_path)
+    if cert.get("schema") != CERT_SCHEMA:
+        schema = cert.get("schema")
+        hint = {"witprobe-certificate/1": " (schema /1 predates claim theorems checked by a kernel: re-run `certify run`)",
+                "witprobe-certificate/2": " (schema /2 predates the per-run Lean claim theorems run_real.lean: "
+                                          "re-run `certify run`)"}.get(schema, "")
+        raise InputError(cert_path, "schema", f"{schema!r} is not {CERT_SCHEMA!r}{hint}")
     run_sha = sha256_text(run_text)
     if cert.get("run_json_sha256") != run_sha:
         res.problems.append(
             f"run.json sha256 {run_sha} differs from certificate.json run_json_sha256 {cert.get('run_json_sha256')}"
         )
+    run = read_json_object(run_path, schema_prefix="witprobe-run/")
     try:
-        run = json.loads(run_text)
         deriv = derive(run)
-    except (json.JSONDecodeError, DeriveError, ValueError) as e:
-        res.problems.append(f"run.json cannot be re-derived: {e}")
-        return res
+    except DeriveError as e:  # the message names the field (e.g. "layers[3].read: ...")
+        raise InputError(run_path, "", f"cannot be derived: {e}") from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        raise InputError(run_path, "", f"malformed ({type(e).__name__}: {e})") from None
     lean_text = render_run(deriv.obligations, run_sha) if deriv.obligations else None
     coq_text = render_coq(deriv.theorems, run_sha) if deriv.theorems else None
-    for rel, text in ((COQ_FILE, coq_text), (OBLIGATIONS_FILE, lean_text)):
+    real_text = render_lean_real(deriv.theorems, run_sha) if deriv.theorems else None
+    for rel, text in ((COQ_FILE, coq_text), (LEAN_REAL_FILE, real_text), (OBLIGATIONS_FILE, lean_text)):
         _compare_file(d / rel, rel, text, res)
     lean_path = d / OBLIGATIONS_FILE
     for i, entry in enumerate(cert.get("obligations") or []):
@@ -118,12 +126,15 @@ def check_dir(directory: Path) -> CheckResult:
             res.problems.append(f"obligations[{i}] ({ob.ident}) is false: {'; '.join(errs)}")
     kernels = cert.get("kernels") if isinstance(cert.get("kernels"), dict) else {}
     coq = _recheck_coq(kernels.get("coq") or {}, deriv, run_sha, res)
-    lean = _recheck_lean(kernels.get("lean") or {}, deriv, run_sha, lean_path, lean_text, cert, res)
+    lean = _recheck_lean_real(kernels.get("lean") or {}, deriv, run_sha, d / LEAN_REAL_FILE, real_text, res)
+    arith = _recheck_lean(kernels.get("lean_arithmetic") or {}, deriv, run_sha, lean_path, lean_text, cert, res)
     verdict = (cert.get("summary") or {}).get("verdict")
     if verdict != "pass":
         res.problems.append(f"the certificate's verdict is {verdict!r}: {'; '.join(deriv.failures) or 'a self-check failed'}")
     rederived = assemble(run_sha, deriv, sha256_text(lean_text) if lean_text is not None else None,
-                         sha256_text(coq_text) if coq_text is not None else None, KernelOutcomes(coq=coq, lean=lean))
+                         sha256_text(coq_text) if coq_text is not None else None,
+                         KernelOutcomes(coq=coq, lean=lean, lean_arithmetic=arith),
+                         sha256_text(real_text) if real_text is not None else None)
     diffs = json_diff(rederived, cert)
     if diffs:
         shown = ", ".join(diffs[:12]) + (f" (and {len(diffs) - 12} more)" if len(diffs) > 12 else "")
@@ -180,10 +191,38 @@ def _recheck_coq(stored: dict[str, Any], deriv: Derivation, run_sha: str, res: C
                       {t.theorem: TheoremStatus(t.theorem, coq_runner.UNCHECKED, reason) for t in deriv.theorems})
 
 
+def _recheck_lean_real(stored: dict[str, Any], deriv: Derivation, run_sha: str, path: Path,
+                       text: str | None, res: CheckResult) -> LeanOutcome:
+    """Re-run Lean on the claim theorems of ``run_real.lean``; name every theorem it rejects here.
+
+    As for Coq: a certificate made without Lean (unavailable, off, build failure) keeps its
+    uniform ``unchecked`` statuses (what Lean says here is a note); one that records Lean results
+    that cannot be re-verified here is refused.
+    """
+    mode = _mode(stored, "lean", res)
+    fresh = lean_real_check(mode, path, text or "", run_sha, deriv.theorems)
+    for name, st in fresh.statuses.items():
+        if st.status == FAILED:
+            res.problems.append(f"Lean rejects theorem {name}: {st.reason}")
+    conservative = stored.get("status") in ("unavailable", "off", "build_failed")
+    if fresh.status == "checked" and conservative:
+        n_ok = sum(1 for st in fresh.statuses.values() if st.status == KERNEL_CHECKED)
+        res.notes.append(f"the certificate was made without Lean; Lean here kernel-checks {n_ok}/{len(fresh.statuses)} "
+                         "claim theorems (re-run `certify run` to certify)")
+    elif fresh.status != "checked" and stored.get("status") == "checked":
+        res.problems.append(f"the certificate records Lean results that cannot be re-verified here: {fresh.reason}")
+        return fresh
+    if not conservative:
+        return fresh
+    reason = str(stored.get("reason", ""))
+    return LeanOutcome(mode, str(stored.get("status")), reason, stored.get("toolchain"),
+                       {t.theorem: ObligationStatus(t.theorem, UNCHECKED, reason) for t in deriv.theorems})
+
+
 def _recheck_lean(stored_lean: dict[str, Any], deriv: Derivation, run_sha: str, lean_path: Path,
                   lean_text: str | None, cert: dict[str, Any], res: CheckResult) -> LeanOutcome:
     """Re-run Lean on the arithmetic obligations (where a toolchain exists)."""
-    mode = _mode(stored_lean, "lean", res)
+    mode = _mode(stored_lean, "lean_arithmetic", res)
     stored_status = {
         e.get("ident"): ObligationStatus(e.get("ident"), e.get("status"), e.get("reason", ""), tuple(e.get("axioms", [])))
         for e in cert.get("obligations") or []

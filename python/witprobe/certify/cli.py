@@ -8,22 +8,31 @@ Exit codes (documented in the README, each tested):
 1     a self-check or a bound failed (run), or the directory does not re-derive (check)
 5     run: the verdict is pass (every per-layer bound held) but the served next-token distribution
       diverged end to end: its largest TV exceeds ``--e2e-tv-tol`` (a reading, no bound covers it)
-2     usage error (bad option, unknown model or codec, existing output without --force)
+2     usage error (bad option or combination, unknown model or codec, unwritable or existing output
+      without --force, --force on a directory that is not a witprobe run, a corrupt input file)
 3     ``--coq required`` or ``--lean required`` and that kernel (or its library) is not available
 4     internal error
+130   interrupted (nothing half-written is left behind)
+141   broken pipe (the reader of stdout went away)
 ====  ==========================================================================
+
+Every usage error is caught before any measurement (:mod:`witprobe.cliutil`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import io
+import re
 import sys
 import time
-import traceback
 from pathlib import Path
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NO_LEAN, EXIT_INTERNAL = 0, 1, 2, 3, 4
+from witprobe.cliutil import (EXIT_INTERNAL, EXIT_USAGE, InputError, UsageError, add_version, quiet_third_party,
+                              read_json_object, read_with, run_handler, wants_quiet)
+
+EXIT_OK, EXIT_FAIL, EXIT_NO_LEAN = 0, 1, 3
+__all__ = ["EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_NO_LEAN", "EXIT_INTERNAL", "main"]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,8 +42,9 @@ def _parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(
         prog="python -m witprobe.certify",
-        description="Certify compressed attention memory on a model: measure, bound, and check with Lean.",
+        description="Certify compressed attention memory on a model: measure, bound, and check with Coq.",
     )
+    add_version(p)
     sub = p.add_subparsers(dest="command", required=True)
     codec_lines = "\n".join(f"  {name:<12} {CODECS[name].summary}" for name in sorted(CODECS))
     r = sub.add_parser("run", help="measure a run and write run.json, obligations/ and certificate.json",
@@ -42,12 +52,18 @@ def _parser() -> argparse.ArgumentParser:
                        epilog=f"built-in codecs (--codec; docs/CODECS.md):\n{codec_lines}\n\n"
                               "exit codes: 0 pass and close end to end; 1 fail; 2 usage; 3 kernel required but "
                               "missing; 4 internal; 5 pass but diverged end to end")
-    r.add_argument("--model", default=DEFAULT_MODEL, choices=sorted(MODELS), help="model configuration (default: %(default)s)")
+    r.add_argument("--model", default=DEFAULT_MODEL, metavar="NAME|DIR|FILE.gguf",
+                   help=f"a zoo configuration ({', '.join(sorted(MODELS))}), a local transformers model directory "
+                        "(config.json, weights, tokenizer) or a GGUF file (default: %(default)s)")
     r.add_argument("--codec", default="int8", choices=sorted(CODECS), metavar="CODEC",
                    help="codec for K/V, one of the built-in codecs listed below (default: %(default)s)")
     r.add_argument("--bands", type=int, default=4, help="bands per entry for the codec and witness (default: %(default)s)")
     r.add_argument("--max-new-tokens", type=int, default=24, help="greedy tokens per prompt (default: %(default)s)")
     r.add_argument("--prompt", action="append", default=None, help="a prompt (repeatable; default: %d built-in prompts)" % len(DEFAULT_PROMPTS))
+    r.add_argument("--prompts", type=Path, default=None, metavar="FILE",
+                   help="prompts from a file: plain text, one per line, or .jsonl with chat messages "
+                        "({\"messages\": [{\"role\": ..., \"content\": ...}]}); chat templates are applied when the "
+                        "tokenizer has one")
     r.add_argument("--keys-only", action="store_true", help="compress keys only (values stay exact)")
     r.add_argument("--no-reference", action="store_true",
                    help="skip the uncompressed reference (no end-to-end readings: end-to-end is 'not measured')")
@@ -60,8 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--coq", choices=("auto", "required", "off"), default="auto",
                    help="auto: kernel-check the claim theorems with Coq if found; required: exit 3 without Coq; "
                         "off: never (default: %(default)s)")
-    r.add_argument("--force", action="store_true", help="replace a non-empty output directory")
-    r.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    r.add_argument("--force", action="store_true",
+                   help="replace an existing witprobe run directory (refused for any other directory)")
+    r.add_argument("--quiet", action="store_true", help="no progress on stderr (third-party progress bars included)")
     c = sub.add_parser("check", help="re-derive a run directory's certificate from its run.json and compare")
     c.add_argument("dir", type=Path)
     s = sub.add_parser("show", help="print the per-layer table of a run directory")
@@ -78,34 +95,49 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def default_out(model: str, codec: str, root: Path = Path("runs")) -> Path:
+    """``runs/<model>-<codec>-<UTC time>`` (a path model is named by its file or folder name),
+    with ``-2``, ``-3``, ... appended when that directory already exists."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(model).name if ("/" in model or model.endswith(".gguf")) else model)
+    base = root / f"{slug.strip('._') or 'model'}-{codec}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+    out, n = base, 1
+    while out.exists():
+        n += 1
+        out = base.with_name(f"{base.name}-{n}")
+    return out
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from witprobe.certify.measure import DEFAULT_PROMPTS, MeasureConfig, check_compatible, measure
-    from witprobe.certify.pipeline import OutputExists, prepare_output, write_run_dir
+    from witprobe.certify.pipeline import prepare_output, write_run_dir
     from witprobe.certify.progress import Progress
     from witprobe.certify.report import print_summary, print_table
     from witprobe.formal import lean_runner
-    from witprobe.models.zoo import ModelError, load_model
+    from witprobe.models.zoo import ModelError, check_model_ref, load_model
 
+    from witprobe.certify.prompts import read_prompts
+
+    if args.quiet:
+        quiet_third_party()
+    if args.prompt and args.prompts:
+        raise UsageError("--prompt and --prompts FILE cannot be combined; put every prompt in the file")
+    prompts = read_prompts(args.prompts) if args.prompts else tuple(args.prompt) if args.prompt else DEFAULT_PROMPTS
     cfg = MeasureConfig(
         model=args.model, codec=args.codec, bands=args.bands, compress_values=not args.keys_only,
-        max_new_tokens=args.max_new_tokens, prompts=tuple(args.prompt) if args.prompt else DEFAULT_PROMPTS,
+        max_new_tokens=args.max_new_tokens, prompts=prompts,
         reference=not args.no_reference, e2e_tv_tolerance=args.e2e_tv_tol,
     )
     try:
         cfg.validate()
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    out = args.out or Path("runs") / f"{args.model}-{args.codec}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
-    try:
-        prepare_output(out, args.force)
-    except OutputExists as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        check_model_ref(args.model)
+    except (ValueError, ModelError) as e:
+        raise UsageError(str(e)) from None
+    out = args.out or default_out(args.model, args.codec)
+    prepare_output(out, args.force)
     if args.lean == "required":
-        tc, why = lean_runner.find_toolchain()
-        if tc is None or lean_runner.find_project() is None:
-            print(f"error: --lean required but {why or 'the Lean project (lakefile.lean) was not found'}", file=sys.stderr)
+        missing = _lean_missing()
+        if missing:
+            print(f"error: --lean required but {missing}", file=sys.stderr)
             return EXIT_NO_LEAN
     if args.coq == "required":
         missing = _coq_missing()
@@ -118,30 +150,41 @@ def _cmd_run(args: argparse.Namespace) -> int:
         loaded = load_model(args.model)
         check_compatible(cfg, loaded)
     except (ModelError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(str(e)) from None
     progress.info(f"measuring {len(cfg.prompts)} requests with {cfg.codec} ({cfg.bands} bands)")
     run = measure(loaded, cfg, progress)
     kernels = [k for k, m in (("Coq", args.coq), ("Lean", args.lean)) if m != "off"]
     progress.info("deriving claims, rendering theorems" + (f", checking with {' and '.join(kernels)}" if kernels else ""))
-    try:
-        produced = write_run_dir(run, out, args.lean, force=args.force, coq_mode=args.coq)
-    except OutputExists as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+    produced = write_run_dir(run, out, args.lean, force=args.force, coq_mode=args.coq)
     cert = produced.certificate
     print_table(cert, sys.stdout)
     print_summary(cert, sys.stdout)
     print(f"wrote {out}/run.json, {out}/certificate.json"
           + (f", {out}/obligations/run.v" if produced.coq_text else "")
+          + (f", {out}/obligations/run_real.lean" if produced.lean_real_text else "")
           + (f", {out}/obligations/run.lean" if produced.lean_text else ""))
-    if args.lean == "required" and any(o["status"] != "kernel_checked" for o in cert["obligations"]):
+    if args.lean == "required" and (any(o["status"] != "kernel_checked" for o in cert["obligations"])
+                                    or cert["summary"]["lean"]["kernel_checked"] < cert["summary"]["lean"]["theorems"]):
         return EXIT_FAIL
     if args.coq == "required" and cert["summary"]["coq"]["kernel_checked"] < cert["summary"]["coq"]["theorems"]:
         return EXIT_FAIL
     from witprobe.certify.verdict import run_exit_code
 
     return run_exit_code(cert["summary"], EXIT_OK, EXIT_FAIL)
+
+
+def _lean_missing() -> str:
+    """Why Lean cannot check a run here ('' when it can): toolchain, core project, analytic package."""
+    from witprobe.formal import lean_runner
+
+    tc, why = lean_runner.find_toolchain()
+    if tc is None:
+        return why
+    if lean_runner.find_project() is None:
+        return "the Lean project (lakefile.lean declaring package witprobe) was not found; set WITPROBE_LEAN_PROJECT"
+    if lean_runner.find_analytic_project() is None:
+        return ("the analytic Lean package (analytic/lakefile.lean) was not found; set WITPROBE_LEAN_ANALYTIC")
+    return ""
 
 
 def _coq_missing() -> str:
@@ -159,6 +202,8 @@ def _coq_missing() -> str:
 def _cmd_check(args: argparse.Namespace) -> int:
     from witprobe.certify.check import check_dir
 
+    if not args.dir.is_dir():
+        raise UsageError(f"{args.dir} is not a directory")
     res = check_dir(args.dir)
     for n in res.notes:
         print(f"note: {n}")
@@ -169,15 +214,23 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
+    from witprobe.certify.certificate import CERT_SCHEMA
     from witprobe.certify.report import print_summary, print_table
 
+    if not args.dir.is_dir():
+        raise UsageError(f"{args.dir} is not a directory")
     path = args.dir / "certificate.json"
-    if not path.is_file():
-        print(f"error: {path} not found", file=sys.stderr)
-        return EXIT_USAGE
-    cert = json.loads(path.read_text(encoding="utf-8"))
-    print_table(cert, sys.stdout)
-    print_summary(cert, sys.stdout)
+    cert = read_json_object(path)
+    if cert.get("schema") != CERT_SCHEMA:
+        raise InputError(path, "schema", f"{cert.get('schema')!r} is not {CERT_SCHEMA!r}")
+    buf = io.StringIO()  # rendered whole first: a corrupt field never leaves half a table on stdout
+
+    def render(c: dict) -> None:
+        print_table(c, buf)
+        print_summary(c, buf)
+
+    read_with(path, cert, render)
+    sys.stdout.write(buf.getvalue())
     return EXIT_OK
 
 
@@ -201,21 +254,27 @@ def _cmd_doctor(_: argparse.Namespace) -> int:
     print(f"coq library: {coq_runner.find_library() or 'not found'}")
     print(f"lean: {tc.version if tc else why}")
     print(f"lean project: {lean_runner.find_project() or 'not found'}")
+    print(f"lean analytic package: {lean_runner.find_analytic_project() or 'not found'}")
     return EXIT_OK
 
 
 def _cmd_coverage(args: argparse.Namespace) -> int:
     from witprobe.certify.campaign_coverage import COVERAGE_MODELS, run_coverage
+    from witprobe.certify.pipeline import prepare_output
     from witprobe.certify.progress import Progress
-    from witprobe.formal import lean_runner
 
-    if args.lean == "required" and lean_runner.find_toolchain()[0] is None:
-        print("error: --lean required but no Lean toolchain was found", file=sys.stderr)
+    if args.quiet:
+        quiet_third_party()
+    models = tuple(args.models) if args.models else COVERAGE_MODELS
+    for name in models:  # before any measurement: every run directory can be replaced
+        prepare_output(args.out / f"{name}-{args.codec}", force=True)
+    if args.lean == "required" and _lean_missing():
+        print(f"error: --lean required but {_lean_missing()}", file=sys.stderr)
         return EXIT_NO_LEAN
     if args.coq == "required" and _coq_missing():
         print(f"error: --coq required but {_coq_missing()}", file=sys.stderr)
         return EXIT_NO_LEAN
-    table = run_coverage(args.out, tuple(args.models) if args.models else COVERAGE_MODELS, codec=args.codec,
+    table = run_coverage(args.out, models, codec=args.codec,
                          max_new_tokens=args.max_new_tokens, lean=args.lean, progress=Progress(quiet=args.quiet),
                          coq=args.coq)
     print((args.out / "COVERAGE.md").read_text(encoding="utf-8"))
@@ -223,15 +282,9 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if wants_quiet(argv):
+        quiet_third_party()  # before the parser imports transformers (tqdm reads its switch at import)
     args = _parser().parse_args(argv)
     handler = {"run": _cmd_run, "check": _cmd_check, "show": _cmd_show, "doctor": _cmd_doctor,
                "coverage": _cmd_coverage}[args.command]
-    try:
-        return handler(args)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return EXIT_INTERNAL
-    except Exception:  # noqa: BLE001 - the exit code contract says 4
-        traceback.print_exc()
-        print("internal error (exit 4)", file=sys.stderr)
-        return EXIT_INTERNAL
+    return run_handler(handler, args, "witprobe.certify")

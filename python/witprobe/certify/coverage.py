@@ -4,7 +4,8 @@ Mirrors the paper's Table 1: for KV and latent KV the median (over layers) of th
 residual and of the mean conservativeness ``W/||Delta||``; for a sparse selector the share of
 selector rows whose top-1 (and whole top-k) is certified unchanged by the indexer-key witness; for
 a recurrent state the range of the per-layer mean contraction factor. A layer is *covered* when it
-was observed (reads or state writes) and every self-check counter of that layer is 0.
+was observed (reads or state writes) and every self-check counter of that layer is recorded and 0
+(the counters its memory kind must carry, :mod:`witprobe.kinds`, and any other it recorded).
 Headlines are readings (medians, shares), never bounds.
 """
 
@@ -13,28 +14,26 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-CLASS_OF_KIND = {
-    "dense_kv": ("plain_kv",),
-    "latent": ("latent_kv",),
-    "latent_indexed": ("latent_kv", "sparse_selector"),
-    "recurrent": ("recurrent_state",),
-    "v4_sliding": ("latent_kv",),
-    "v4_hca": ("latent_kv",),
-    "v4_csa": ("latent_kv", "sparse_selector"),
-}
-# the stored-entry tensor whose residual is the class headline, per layer kind
-MAIN_TENSOR_OF_KIND = {"dense_kv": "key", "latent": "latent", "latent_indexed": "latent",
-                       "v4_sliding": "window", "v4_hca": "window", "v4_csa": "window"}
+from witprobe.kinds.registry import KINDS
+from witprobe.self_checks import is_self_check, record_of
+
+# the classes whose headline is the main stored tensor's residual (the kind's first write tensor)
 MAIN_TENSOR = {"plain_kv", "latent_kv"}
 
 
 def _layer_clean(layer: dict[str, Any]) -> bool:
-    for block in (layer.get("write", {}), layer.get("read", {})):
+    """Every self-check counter (:mod:`witprobe.self_checks`) recorded and 0: the ones the layer's
+    kind must carry (a missing one is not clean) and any other the layer recorded."""
+    kind = KINDS.get(layer.get("memory_class"))
+    write, read = layer.get("write", {}), layer.get("read", {})
+    if kind is not None:
+        for name in kind.required_counters:
+            if (write if record_of(name) == "write" else read).get(name) != 0:
+                return False
+    for block in (write, read):
         for k, v in block.items():
-            if isinstance(v, int) and ("viol_" in k or k.endswith("_beaten") or "mismatch" in k
-                                       or "flip_in" in k or k.endswith("_beaten_on_certified")):
-                if v:
-                    return False
+            if is_self_check(k) and v != 0:
+                return False
     return True
 
 
@@ -49,7 +48,8 @@ def coverage(run: dict[str, Any]) -> list[dict[str, Any]]:
     model = run.get("model", {})
     classes: dict[str, list[dict[str, Any]]] = {}
     for layer in layers:
-        for cls in CLASS_OF_KIND.get(layer["memory_class"], ()):
+        kind = KINDS.get(layer["memory_class"])
+        for cls in kind.classes if kind is not None else ():
             classes.setdefault(cls, []).append(layer)
     rows = []
     for cls, ls in classes.items():
@@ -64,7 +64,7 @@ def coverage(run: dict[str, Any]) -> list[dict[str, Any]]:
         if cls in MAIN_TENSOR:
             rel, cons = [], []
             for x in covered:
-                t = MAIN_TENSOR_OF_KIND[x["memory_class"]]
+                t = KINDS[x["memory_class"]].main_tensor
                 if f"{t}_rel_residual" in x["write"]:
                     rel.append(x["write"][f"{t}_rel_residual"]["mean"])
                     cons.append(x["write"][f"{t}_conservativeness"]["mean"])

@@ -19,67 +19,19 @@ from witprobe.certify.coverage import coverage
 from witprobe.certify.derive_values import OUTPUT_COUNTERS, output_claims
 from witprobe.certify.end_to_end import RunScope, run_scope
 from witprobe.calculus import bridges
-from witprobe.calculus.bridges import DENSE_KV, LATENT
 from witprobe.calculus.contracts import Chain, ChainEvaluation, parallel
-from witprobe.calculus.chains import FORMS, ReadInputs, read_chain
+from witprobe.calculus.chains import FORMS, ReadMaxima, read_chain
 from witprobe.calculus.metrics import Metric
 from witprobe.calculus.registry import DEFAULT_REGISTRY, TierRegistry
 from witprobe.calculus.tiers import Tier, meet
 from witprobe.formal.claim_theorems import ClaimTheorem, claim_theorem
 from witprobe.formal.obligations import ChainObligation, reference_check
+from witprobe.kinds.registry import KINDS
+from witprobe.self_checks import is_self_check, record_of
 
 ATTN_TV = Metric("attn_dist", "tv", "read")
 
-WRITE_SELF_CHECKS = {
-    "viol_witness_below_residual": "witness W below the true residual ||Delta|| (triangle inequality broken)",
-    "viol_witness_above_sqrt_bands": "witness W above sqrt(bands)*||Delta|| (Cauchy-Schwarz broken)",
-}
-READ_SELF_CHECKS = {
-    "rows_plain_beaten": "rows whose plain bound is below the realized TV",
-    "rows_centred_beaten": "rows whose centred bound is below the realized TV",
-    "rows_eform_beaten": "rows whose e-form bound is below the realized TV",
-    "latent_recon_mismatch": "key rows where W_UK c does not reproduce the key the model expanded",
-    "indexer_recon_mismatch": "indexer rows whose recomputed top-k differs from the model's selection",
-    "sel_flip_in_witness_cert": "rows whose selection changed although the witness certified it unchanged",
-    "sel_mass_bound_beaten": "rows whose realized swapped selector mass exceeds its witness bound",
-    "rows_total_beaten_on_certified": "certified-selection rows whose end-to-end TV beats the storage bound",
-    "v4_key_mismatch": "query rows whose read keys differ from cat(served window, served entries)",
-    "entry_pool_viol": "pooled windows whose largest gate weight is below 1/B",
-    "index_entry_pool_viol": "indexer pooled windows whose largest gate weight is below 1/B",
-}
-# counters every layer of a memory class must carry (a missing one fails closed)
-_ROWS = ("rows_plain_beaten", "rows_centred_beaten", "rows_eform_beaten")
-_SELECTION = ("indexer_recon_mismatch", "sel_flip_in_witness_cert", "sel_mass_bound_beaten",
-              "rows_total_beaten_on_certified")
-REQUIRED_READ_COUNTERS = {
-    "dense_kv": _ROWS,
-    "latent": _ROWS + ("latent_recon_mismatch",),
-    "latent_indexed": _ROWS + ("latent_recon_mismatch",) + _SELECTION,
-    "recurrent": (),
-    "v4_sliding": _ROWS + ("v4_key_mismatch",),
-    "v4_hca": _ROWS + ("v4_key_mismatch", "entry_pool_viol"),
-    "v4_csa": _ROWS + ("v4_key_mismatch", "entry_pool_viol", "index_entry_pool_viol") + _SELECTION,
-}
-WRITE_TENSORS = {"dense_kv": ("key", "value"), "latent": ("latent", "rope"),
-                 "latent_indexed": ("latent", "rope", "indexer"), "recurrent": ("state",),
-                 "v4_sliding": ("window",), "v4_hca": ("window", "entry"), "v4_csa": ("window", "entry", "index_entry")}
-SPEC_OF = {"dense_kv": DENSE_KV, "latent": LATENT, "latent_indexed": LATENT, "recurrent": None,
-           "v4_sliding": DENSE_KV, "v4_hca": DENSE_KV, "v4_csa": DENSE_KV}
 STATE_CONTRACTION = Metric("state", "contraction", "read")
-
-
-def self_check_meaning(name: str) -> str:
-    """Human text of a self-check counter name (``<tensor>_viol_...`` or a read counter)."""
-    if name in READ_SELF_CHECKS:
-        return READ_SELF_CHECKS[name]
-    if name in OUTPUT_COUNTERS:
-        return OUTPUT_COUNTERS[name]
-    if name.startswith("sel_eta") and "_flip_in_cert_r" in name:
-        return f"{name}: flips of the deterministic perturbation inside the eta-certified region"
-    for suffix, text in WRITE_SELF_CHECKS.items():
-        if name.endswith("_" + suffix):
-            return f"{name[: -len(suffix) - 1]}: {text}"
-    return name
 
 
 class DeriveError(ValueError):
@@ -160,7 +112,6 @@ def _counter(block: dict[str, Any], key: str, where: str) -> int:
 
 
 MAGNITUDE_SCHEMAS = ("witprobe-run/2", "witprobe-run/3")  # run schemas whose reads record fp_width, keys_visible, score_err, ...
-LATENT_CLASSES = ("latent", "latent_indexed")
 
 
 def _positive_int(v: Any, what: str) -> int:
@@ -202,7 +153,7 @@ def float_sizes(run: dict[str, Any], mclass: str, read: dict[str, Any], where: s
     """
     cfg = run.get("config") if isinstance(run.get("config"), dict) else {}
     bands = _positive_int(cfg.get("bands"), "run.json config.bands")
-    components = 2 if mclass in LATENT_CLASSES else 1
+    components = KINDS[mclass].score_components
     if run.get("schema") in MAGNITUDE_SCHEMAS:
         width = _positive_int(_recorded_max(read, "fp_width", where), f"{where} fp_width")
         keys = _positive_int(_recorded_max(read, "keys_visible", where), f"{where} keys_visible")
@@ -211,7 +162,7 @@ def float_sizes(run: dict[str, Any], mclass: str, read: dict[str, Any], where: s
         return float_error.Sizes(width, bands, components, keys), err, amax
     model = run.get("model") if isinstance(run.get("model"), dict) else {}
     width = _positive_int(model.get("head_dim"), "run.json model.head_dim")
-    if mclass in LATENT_CLASSES:
+    if components == 2:  # a latent layer (nope and rope components)
         width = max(width, float_error.LEGACY_LATENT_WIDTH)
     return float_error.Sizes(width, bands, components, _run_context(run) + 1), None, None
 
@@ -236,29 +187,22 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
         if not isinstance(write, dict) or not isinstance(read, dict):
             raise DeriveError(f"{where}: 'write' and 'read' must be objects")
         mclass = layer.get("memory_class")
-        if mclass not in SPEC_OF:
-            raise DeriveError(f"{where}: memory_class {mclass!r} is not one of {sorted(SPEC_OF)}")
-        spec = SPEC_OF[mclass]
-        rows = _counter(read, "rows", where) if mclass != "recurrent" else _counter(read, "state_writes", where)
-        for tensor in WRITE_TENSORS[mclass]:
-            for suffix in WRITE_SELF_CHECKS:
-                name = f"{tensor}_{suffix}"
-                if name not in write and rows:
-                    failures.append(f"layer {idx}: self-check counter {name} is missing (fail closed)")
-                checks[name] = checks.get(name, 0) + _counter(write, name, where)
-        for name in REQUIRED_READ_COUNTERS[mclass]:
-            if name.endswith("_pool_viol"):
-                if name not in write and rows:
-                    failures.append(f"layer {idx}: self-check counter {name} is missing (fail closed)")
-                checks[name] = checks.get(name, 0) + _counter(write, name, where)
-                continue
-            if name not in read and rows:
+        if mclass not in KINDS:
+            raise DeriveError(f"{where}: memory_class {mclass!r} is not one of {sorted(KINDS)}")
+        kind = KINDS[mclass]
+        spec = kind.score
+        rows = _counter(read, "rows", where) if kind.reads else _counter(read, "state_writes", where)
+        required = kind.required_counters
+        for name in required:
+            block = write if record_of(name) == "write" else read
+            if name not in block and rows:
                 failures.append(f"layer {idx}: self-check counter {name} is missing (fail closed)")
-            checks[name] = checks.get(name, 0) + _counter(read, name, where)
-        for name in sorted(read):
-            if name.startswith("sel_eta") and "_flip_in_cert_r" in name:
-                checks[name] = checks.get(name, 0) + _counter(read, name, where)
-        if mclass == "recurrent":
+            checks[name] = checks.get(name, 0) + _counter(block, name, where)
+        for block in (write, read):  # every other self-check the layer recorded (e.g. the eta flips)
+            for name in sorted(block):
+                if name not in required and is_self_check(name):
+                    checks[name] = checks.get(name, 0) + _counter(block, name, where)
+        if not kind.reads:
             if rows == 0:
                 failures.append(f"layer {idx}: no recurrent-state writes were observed (coverage)")
             claims.append(_recurrent_claim(idx, layer, read, write, where))
@@ -277,7 +221,7 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
         c_max = rounding.up(_stat(read, "c_max", "max", where), what=f"{where} c_max")
         mags = float_error.Magnitudes(score_err, score_abs_max, c_max)
         failures.extend(f"layer {idx}: {p} (fail closed)" for p in float_error.margin_problems(sizes, mags))
-        inp = ReadInputs(
+        inp = ReadMaxima(
             q_coef=rounding.up(_stat(read, "q_coef", "max", where), what=f"{where} q_coef"),
             w_max=rounding.up(_stat(read, "w_max", "max", where), what=f"{where} w_max"),
             c_max=c_max,
@@ -324,10 +268,10 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
         claims.append(attn)
         if mclass == "dense_kv":  # the values' effect: attention output before and after W_o
             claims.extend(output_claims(idx, layer, read, attn, run.get("schema"), checks, failures, where, Claim))
-        if mclass in ("latent_indexed", "v4_csa"):
+        if kind.selection:
             claims.extend(_selection_claims(idx, read, where, best_eval, registry, failures,
                                             run.get("schema") in MAGNITUDE_SCHEMAS, sizes.keys))
-        if mclass in ("v4_hca", "v4_csa"):
+        if kind.pooling:
             claims.append(_pooling_claim(idx, write, where))
         readings.append(_layer_readings(idx, mclass, write, read, where))
     return Derivation(claims, obligations, checks, failures, readings, coverage(run), theorems, run_scope(run))
@@ -463,7 +407,7 @@ def _selection_claims(idx: int, read: dict[str, Any], where: str, attn_eval, reg
 def _layer_readings(idx: int, mclass: str, write: dict[str, Any], read: dict[str, Any], where: str) -> dict[str, Any]:
     """Diagnostic readings (means, maxima, shares) of one layer: never bounds."""
     rows = _counter(read, "rows", where)
-    main = WRITE_TENSORS[mclass][0]
+    main = KINDS[mclass].main_tensor
     out: dict[str, Any] = {
         "layer": idx,
         "memory_class": mclass,
@@ -473,7 +417,7 @@ def _layer_readings(idx: int, mclass: str, write: dict[str, Any], read: dict[str
         "tv_realized_max": _stat(read, "tv_realized", "max", where),
         "tv_realized_mean": _stat(read, "tv_realized", "mean", where),
     }
-    for tensor in WRITE_TENSORS[mclass]:
+    for tensor in KINDS[mclass].write_tensors:
         out[f"{tensor}_rel_residual_mean"] = _stat(write, f"{tensor}_rel_residual", "mean", where)
         out[f"{tensor}_conservativeness_mean"] = _stat(write, f"{tensor}_conservativeness", "mean", where)
         out[f"{tensor}_conservativeness_min"] = _stat(write, f"{tensor}_conservativeness", "min", where)

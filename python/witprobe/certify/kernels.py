@@ -1,10 +1,14 @@
-"""The kernels a run's claims go to: Coq (claim theorems over the reals) and Lean (arithmetic).
+"""The kernels a run's claims go to: Coq and Lean (claim theorems over the reals), Lean (arithmetic).
 
 - **Coq** checks one theorem per claim whose statement is the claim (``obligations/run.v``,
   :mod:`witprobe.formal.render_coq`), against the library built, or its build verified, in the
   same check (:mod:`witprobe.formal.coq_runner`). A kernel-checked theorem certifies its claim.
-- **Lean** checks the run's arithmetic obligations (``obligations/run.lean``: exact-integer
-  chain certificates). Its success is reported as ``arithmetic_checked``; it does not certify.
+- **Lean** checks the same theorems, stated in Lean (``obligations/run_real.lean``,
+  :mod:`witprobe.formal.render_lean_real`), in the analytic package (``analytic/``, Mathlib),
+  after ``lake build`` there; each ``#print axioms`` is audited. A kernel-checked theorem
+  certifies its claim too (:func:`lean_real_check`).
+- **Lean** also checks the run's arithmetic obligations (``obligations/run.lean``: exact-integer
+  chain certificates, core library). Their success is ``arithmetic_checked``; it does not certify.
 
 Modes for either kernel: ``auto`` (check if found), ``required`` (the CLI exits 3 without it),
 ``off``.
@@ -14,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from witprobe.formal import coq_runner, lean_runner
 from witprobe.formal.claim_theorems import ClaimTheorem
@@ -23,6 +27,7 @@ from witprobe.formal.lean_runner import UNCHECKED, ObligationStatus
 from witprobe.formal.obligations import ChainObligation
 from witprobe.formal.render import obligation_spans
 from witprobe.formal.render_coq import render_coq
+from witprobe.formal.render_lean_real import theorem_spans
 
 KERNEL_MODES = ("auto", "required", "off")
 LEAN_MODES = KERNEL_MODES
@@ -33,7 +38,7 @@ class LeanOutcome:
     """What Lean said about one run's obligation file."""
 
     mode: str
-    status: str  # "checked" | "unavailable" | "off" | "build_failed" | "no_obligations"
+    status: str  # "checked" | "unavailable" | "off" | "build_failed" | "no_obligations" | "no_theorems"
     reason: str
     toolchain: str | None
     statuses: dict[str, ObligationStatus] = field(default_factory=dict)
@@ -42,40 +47,83 @@ class LeanOutcome:
         return {"mode": self.mode, "status": self.status, "reason": self.reason, "toolchain": self.toolchain}
 
 
-def _all(obligations: list[ChainObligation], status: str, reason: str) -> dict[str, ObligationStatus]:
-    return {ob.ident: ObligationStatus(ob.ident, status, reason) for ob in obligations}
+def _named(names: Sequence[str], status: str, reason: str) -> dict[str, ObligationStatus]:
+    return {n: ObligationStatus(n, status, reason) for n in names}
+
+
+@dataclass(frozen=True)
+class _LeanTarget:
+    """What one Lean file is checked in: the project holding its imports, and how to find it."""
+
+    library: str  # the library ``lake build`` must build first
+    find: Callable[[], Path | None]
+    missing: str  # why, when ``find`` finds nothing
+    spans: Callable[[str, str], tuple[dict[str, list[tuple[int, int]]], dict[str, str]]]
+
+
+_CORE = _LeanTarget("Witprobe", lambda: lean_runner.find_project(),
+                    "Lean project not found (a lakefile.lean declaring package witprobe); set WITPROBE_LEAN_PROJECT",
+                    obligation_spans)
+_ANALYTIC = _LeanTarget("WitprobeAnalytic", lambda: lean_runner.find_analytic_project(),
+                        "the analytic Lean package (analytic/lakefile.lean, package witprobeAnalytic) was not found; "
+                        "set WITPROBE_LEAN_ANALYTIC", theorem_spans)
+
+
+def _lean_file_check(mode: str, target: _LeanTarget, lean_file: Path, lean_text: str, run_sha: str,
+                     names: Sequence[str], timeout_s: float) -> LeanOutcome:
+    """Build ``target``'s library, check ``lean_file`` in it, one status per name (fail closed)."""
+    if mode == "off":
+        reason = "Lean checking is off (--lean off)"
+        return LeanOutcome(mode, "off", reason, None, _named(names, UNCHECKED, reason))
+    toolchain, why = lean_runner.find_toolchain()
+    if toolchain is None:
+        return LeanOutcome(mode, "unavailable", why, None, _named(names, UNCHECKED, why))
+    project = target.find()
+    if project is None:
+        return LeanOutcome(mode, "unavailable", target.missing, toolchain.version,
+                           _named(names, UNCHECKED, target.missing))
+    runner = lean_runner.LeanRunner(toolchain, project, timeout_s=timeout_s)
+    ok, out = runner.build()
+    if not ok:
+        why = f"the {target.library} library did not build: " + " | ".join(out.strip().splitlines()[-5:])
+        return LeanOutcome(mode, "build_failed", why, toolchain.version, _named(names, UNCHECKED, why))
+    check = runner.check_file(lean_file)
+    spans, qualified = target.spans(lean_text, run_sha)
+    statuses = lean_runner.statuses_from_check(check, spans, qualified)
+    for n in names:  # every name must have a status (fail closed)
+        statuses.setdefault(n, ObligationStatus(n, lean_runner.FAILED, "not found in the Lean output"))
+    return LeanOutcome(mode, "checked", "", toolchain.version, statuses)
 
 
 def lean_check(
     mode: str, lean_file: Path, lean_text: str, run_sha: str, obligations: list[ChainObligation],
     timeout_s: float = 600.0,
 ) -> LeanOutcome:
-    """Check the rendered obligations with Lean, or record why they stay unchecked."""
+    """Check the rendered arithmetic obligations (``run.lean``) with Lean, or record why they stay
+    unchecked. Statuses are keyed by obligation identifier."""
     if mode not in LEAN_MODES:
         raise ValueError(f"--lean must be one of {LEAN_MODES}, got {mode!r}")
     if not obligations:
         return LeanOutcome(mode, "no_obligations", "no non-vacuous claim produced an obligation", None)
-    if mode == "off":
-        reason = "Lean checking is off (--lean off)"
-        return LeanOutcome(mode, "off", reason, None, _all(obligations, UNCHECKED, reason))
-    toolchain, why = lean_runner.find_toolchain()
-    if toolchain is None:
-        return LeanOutcome(mode, "unavailable", why, None, _all(obligations, UNCHECKED, why))
-    project = lean_runner.find_project()
-    if project is None:
-        why = "Lean project not found (a lakefile.lean declaring package witprobe); set WITPROBE_LEAN_PROJECT"
-        return LeanOutcome(mode, "unavailable", why, toolchain.version, _all(obligations, UNCHECKED, why))
-    runner = lean_runner.LeanRunner(toolchain, project, timeout_s=timeout_s)
-    ok, out = runner.build()
-    if not ok:
-        why = "the Witprobe library did not build: " + " | ".join(out.strip().splitlines()[-5:])
-        return LeanOutcome(mode, "build_failed", why, toolchain.version, _all(obligations, UNCHECKED, why))
-    check = runner.check_file(lean_file)
-    spans, theorems = obligation_spans(lean_text, run_sha)
-    statuses = lean_runner.statuses_from_check(check, spans, theorems)
-    for ob in obligations:  # every obligation must have a status (fail closed)
-        statuses.setdefault(ob.ident, ObligationStatus(ob.ident, lean_runner.FAILED, "not found in the Lean output"))
-    return LeanOutcome(mode, "checked", "", toolchain.version, statuses)
+    return _lean_file_check(mode, _CORE, lean_file, lean_text, run_sha, [ob.ident for ob in obligations], timeout_s)
+
+
+def lean_real_check(
+    mode: str, lean_file: Path, lean_text: str, run_sha: str, theorems: Sequence[ClaimTheorem],
+    timeout_s: float = 600.0,
+) -> LeanOutcome:
+    """Kernel-check the run's claim theorems in Lean (``run_real.lean``, in the analytic package),
+    or record why not.
+
+    Statuses are keyed by theorem name: ``kernel_checked`` (Lean accepted it and its axioms are
+    the standard three), ``failed`` (an error in its lines, an error anywhere else in the file,
+    a missing or non-standard axiom report), or ``unchecked`` with the reason.
+    """
+    if mode not in LEAN_MODES:
+        raise ValueError(f"--lean must be one of {LEAN_MODES}, got {mode!r}")
+    if not theorems:
+        return LeanOutcome(mode, "no_theorems", "no non-vacuous claim to state as a theorem", None)
+    return _lean_file_check(mode, _ANALYTIC, lean_file, lean_text, run_sha, [t.theorem for t in theorems], timeout_s)
 
 
 def _coq_all(names: Sequence[str], status: str, reason: str) -> dict[str, TheoremStatus]:
@@ -112,7 +160,9 @@ def coq_check(mode: str, theorems: Sequence[ClaimTheorem], run_sha: str, timeout
 
 @dataclass
 class KernelOutcomes:
-    """Both kernels' outcomes for one run."""
+    """The kernels' outcomes for one run: Coq and Lean on the claim theorems (either certifies),
+    Lean on the arithmetic obligations (never certifies)."""
 
     coq: CoqOutcome
     lean: LeanOutcome
+    lean_arithmetic: LeanOutcome

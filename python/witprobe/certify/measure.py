@@ -20,6 +20,8 @@ from witprobe import __version__
 from witprobe.calculus import rounding
 from witprobe.calculus.opnorm import OpNormBound, spectral_norm_upper
 from witprobe.certify.progress import Progress, TokenProgress
+from witprobe.kinds.registry import KINDS
+from witprobe.certify.prompts import Prompt, encode, is_valid
 from witprobe.memory.codecs import SEQUENCE, Codec, CodecError, make_codec
 from witprobe.models.zoo import MODELS, LoadedModel
 from witprobe.probe.layouts import layer_kinds, text_config, witness_cache_for
@@ -28,6 +30,9 @@ from witprobe.probe.recurrent import DecayHooks
 from witprobe.probe.selector import SelectorHooks
 from witprobe.probe.v4 import PageSelectorHooks
 
+# model hooks by name (MemoryKind.hook), in installation order, with what each finds in a model
+HOOKS = {"pages": (PageSelectorHooks, "page indexers"), "decay": (DecayHooks, "forget gates"),
+         "indexer": (SelectorHooks, "indexer modules")}
 RUN_SCHEMA = "witprobe-run/3"  # /2: reads record the magnitudes of the float64 error analysis;
 # /3: dense-KV reads record the attention-output meter, requests the per-step next-token readings
 
@@ -52,7 +57,7 @@ class MeasureConfig:
     bands: int = 4
     compress_values: bool = True
     max_new_tokens: int = 24
-    prompts: tuple[str, ...] = DEFAULT_PROMPTS
+    prompts: tuple[Prompt, ...] = DEFAULT_PROMPTS  # strings or chats (tuples of messages)
     reference: bool = True
     e2e_tv_tolerance: float = 0.1
 
@@ -63,8 +68,8 @@ class MeasureConfig:
             raise ValueError(f"the end-to-end TV tolerance must be a number in [0, 1], got {tol!r}")
         if not isinstance(self.max_new_tokens, int) or not 1 <= self.max_new_tokens <= 4096:
             raise ValueError(f"max_new_tokens must be an integer in [1, 4096], got {self.max_new_tokens!r}")
-        if not self.prompts or not all(isinstance(p, str) and p.strip() for p in self.prompts):
-            raise ValueError("prompts must be a nonempty list of nonempty strings")
+        if not self.prompts or not all(is_valid(p) for p in self.prompts):
+            raise ValueError("prompts must be a nonempty list of nonempty strings or chats")
 
 
 # id(weight) -> (weak reference to the weight, its version, bound); tensors cannot be dict keys by
@@ -115,15 +120,31 @@ def check_compatible(cfg: MeasureConfig, loaded: LoadedModel) -> None:
     if codec.scope == SEQUENCE and kinds != {"dense_kv"}:
         raise ValueError(f"codec {cfg.codec} is sequence-level and applies to dense KV layers only; "
                          f"{cfg.model} has {', '.join(sorted(kinds - {'dense_kv'}))} layers")
-    if "dense_kv" in kinds:
+    if any(KINDS[k].bands_divide_head_dim for k in kinds):
         d = head_dim_of(mc)
         if d % cfg.bands:
             raise ValueError(f"--bands {cfg.bands} does not divide the head dimension {d} of {cfg.model}")
+    if "dense_kv" in kinds:
+        d = head_dim_of(mc)
         for role in ("key", "value"):
             try:
                 codec.for_role(role).check_dim(d)
             except CodecError as e:
                 raise ValueError(f"codec {cfg.codec} cannot code the {role}s of {cfg.model}: {e}") from None
+    limit = absolute_positions(mc)
+    if limit is not None:  # learned absolute positions: no position beyond the table exists
+        for i, prompt in enumerate(cfg.prompts):
+            n = int(_encode(loaded.tokenizer, prompt)["input_ids"].shape[1])
+            if n + cfg.max_new_tokens > limit:
+                raise ValueError(f"prompt {i + 1} ({n} tokens) plus --max-new-tokens {cfg.max_new_tokens} exceeds the "
+                                 f"{limit} absolute positions of {cfg.model}")
+
+
+def absolute_positions(config: Any) -> int | None:
+    """The size of a learned absolute-position table (GPT-2's ``n_positions``), else ``None``."""
+    if getattr(config, "model_type", "") == "gpt2":
+        return int(config.n_positions)
+    return None
 
 
 def environment() -> dict[str, str]:
@@ -138,12 +159,8 @@ def environment() -> dict[str, str]:
     }
 
 
-def _encode(tokenizer: Any, prompt: str) -> dict[str, torch.Tensor]:
-    if getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(
-            [{"role": "user", "content": prompt}], add_generation_prompt=True, return_tensors="pt", return_dict=True
-        )
-    return tokenizer(prompt, return_tensors="pt")
+def _encode(tokenizer: Any, prompt: Prompt) -> dict[str, torch.Tensor]:
+    return encode(tokenizer, prompt)
 
 
 def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None = None) -> dict[str, Any]:
@@ -161,27 +178,19 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
     projections = output_projections(model, kinds)
     for i, (weight, bound) in projections.items():
         observer.set_output_projection(i, weight, math.nextafter(float(bound.upper), math.inf))
-    hooks = SelectorHooks(observer)
-    decay = DecayHooks(observer)
-    pages = PageSelectorHooks(observer)
+    installed = []
     try:
-        n_pages = pages.install(model)
-        n_csa = sum(k == "v4_csa" for k in kinds)
-        if n_pages != n_csa:
-            raise ValueError(f"{n_pages} page indexers found for {n_csa} CSA layers")
-        n_gates = decay.install(model)
-        n_recurrent = sum(k == "recurrent" for k in kinds)
-        if n_gates != n_recurrent:
-            raise ValueError(f"{n_gates} forget gates found for {n_recurrent} recurrent layers")
-        n_indexers = hooks.install(model)
-        n_indexed = sum(k == "latent_indexed" for k in kinds)
-        if n_indexers != n_indexed:
-            raise ValueError(f"{n_indexers} indexer modules found for {n_indexed} indexed layers")
+        for hook, (cls, what) in HOOKS.items():  # every layer whose kind needs a model hook gets exactly one
+            installer = cls(observer)
+            installed.append(installer)
+            found = installer.install(model)
+            want = sum(KINDS[k].hook == hook for k in kinds)
+            if found != want:
+                raise ValueError(f"{found} {what} found for {want} layers that need one")
         requests = _generate_all(loaded, cfg, codec, observer, progress)
     finally:
-        hooks.remove()
-        decay.remove()
-        pages.remove()
+        for installer in installed:
+            installer.remove()
     snap = observer.snapshot()
     layers = [
         {
@@ -202,8 +211,8 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
         "environment": environment(),
         "model": {
             "name": cfg.model,
-            "family": spec.family if spec else "unregistered",
-            "memory_class": spec.memory_class if spec else "+".join(sorted(set(kinds))),
+            "family": spec.family if spec else (loaded.family or "unregistered"),
+            "memory_class": spec.memory_class if spec else (loaded.memory_class or "+".join(sorted(set(kinds)))),
             "num_layers": num_layers,
             "num_heads": mc.num_attention_heads,
             "num_kv_heads": getattr(mc, "num_key_value_heads", mc.num_attention_heads),
@@ -215,7 +224,7 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
             "bands": cfg.bands,
             "compress_values": cfg.compress_values,
             "max_new_tokens": cfg.max_new_tokens,
-            "prompts": list(cfg.prompts),
+            "prompts": [p if isinstance(p, str) else [dict(m) for m in p] for p in cfg.prompts],
             "e2e_tv_tolerance": cfg.e2e_tv_tolerance,
         },
         "requests": requests,

@@ -2,6 +2,11 @@
 
 The directory is assembled in a temporary sibling folder and renamed into place only when every
 file is complete, so a failed or interrupted run leaves nothing half-written behind.
+
+A *witprobe run directory* is one whose ``run.json`` is a ``witprobe-run/*`` record and which holds
+nothing but the files a run writes (:data:`RUN_FILES`, in :data:`RUN_SUBDIRS`). ``--force`` replaces
+only such a directory, and removes only those files: anything else in it (or a directory without
+a run record) makes the command refuse before any measurement.
 """
 
 from __future__ import annotations
@@ -16,13 +21,57 @@ from typing import Any
 
 from witprobe.certify.certificate import OBLIGATIONS_FILE, assemble, canonical_json, sha256_text
 from witprobe.certify.derive import Derivation, derive
-from witprobe.certify.kernels import KernelOutcomes, coq_check, lean_check
+from witprobe.certify.kernels import KernelOutcomes, coq_check, lean_check, lean_real_check
+from witprobe.cliutil import UsageError, check_writable
 from witprobe.formal.render import render_run
 from witprobe.formal.render_coq import COQ_FILE, render_coq
+from witprobe.formal.render_lean_real import LEAN_REAL_FILE, render_lean_real
 
 
-class OutputExists(FileExistsError):
-    """The output directory already holds a run and ``--force`` was not given."""
+RUN_FILES = ("run.json", "certificate.json", COQ_FILE, LEAN_REAL_FILE, OBLIGATIONS_FILE)
+"""Every file a run writes, relative to the run directory."""
+RUN_SUBDIRS = tuple(sorted({str(Path(f).parent) for f in RUN_FILES} - {"."}))
+RUN_SCHEMA_PREFIX = "witprobe-run/"
+
+
+class OutputExists(UsageError, FileExistsError):
+    """The output directory exists and may not be replaced (not empty without ``--force``, or not
+    a witprobe run directory)."""
+
+
+def foreign_entries(out: Path) -> list[str]:
+    """Entries under ``out`` that a run does not write (relative paths, sorted)."""
+    known = set(RUN_FILES) | set(RUN_SUBDIRS)
+    found = []
+    for p in sorted(out.rglob("*")):
+        rel = p.relative_to(out).as_posix()
+        if rel not in known or (rel in RUN_SUBDIRS and not p.is_dir()) or (rel in RUN_FILES and not p.is_file()):
+            found.append(rel)
+    return found
+
+
+def run_dir_problem(out: Path) -> str:
+    """Why ``out`` is not a witprobe run directory ('' when it is one)."""
+    if not out.is_dir():
+        return f"{out} is not a directory"
+    run = out / "run.json"
+    if not run.is_file():
+        return f"{out} has no run.json"
+    try:
+        schema = json.loads(run.read_text(encoding="utf-8")).get("schema")
+    except (OSError, ValueError, AttributeError):
+        schema = None
+    if not isinstance(schema, str) or not schema.startswith(RUN_SCHEMA_PREFIX):
+        return f"{out}/run.json is not a {RUN_SCHEMA_PREFIX}* record"
+    foreign = foreign_entries(out)
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" (and {len(foreign) - 3} more)" if len(foreign) > 3 else "")
+        return f"{out} holds files witprobe did not write: {shown}"
+    return ""
+
+
+def is_run_dir(out: Path) -> bool:
+    return not run_dir_problem(out)
 
 
 @dataclass
@@ -30,15 +79,17 @@ class Produced:
     run_text: str
     run_sha: str
     derivation: Derivation
-    lean_text: str | None
-    coq_text: str | None
+    lean_text: str | None  # obligations/run.lean (arithmetic)
+    coq_text: str | None  # obligations/run.v
+    lean_real_text: str | None  # obligations/run_real.lean
     outcomes: KernelOutcomes
     certificate: dict[str, Any]
 
 
 def produce(run: dict[str, Any], lean_mode: str, workdir: Path, lean_timeout_s: float = 600.0,
             coq_mode: str = "auto") -> Produced:
-    """Derive, render, check with Coq and Lean and assemble; files are written under ``workdir``."""
+    """Derive, render (``run.lean``, ``run.v``, ``run_real.lean``), check with Coq and Lean and
+    assemble; files are written under ``workdir``."""
     run_text = canonical_json(run)
     run_sha = sha256_text(run_text)
     deriv = derive(json.loads(run_text))  # derive from exactly what is stored
@@ -53,23 +104,50 @@ def produce(run: dict[str, Any], lean_mode: str, workdir: Path, lean_timeout_s: 
     if coq_text is not None:
         (workdir / COQ_FILE).parent.mkdir(parents=True, exist_ok=True)
         (workdir / COQ_FILE).write_text(coq_text, encoding="utf-8")
+    real_text = render_lean_real(deriv.theorems, run_sha) if deriv.theorems else None
+    real_path = workdir / LEAN_REAL_FILE
+    if real_text is not None:
+        real_path.parent.mkdir(parents=True, exist_ok=True)
+        real_path.write_text(real_text, encoding="utf-8")
     outcomes = KernelOutcomes(
         coq=coq_check(coq_mode, deriv.theorems, run_sha, timeout_s=lean_timeout_s),
-        lean=lean_check(lean_mode, lean_path, lean_text or "", run_sha, deriv.obligations, timeout_s=lean_timeout_s),
+        lean=lean_real_check(lean_mode, real_path, real_text or "", run_sha, deriv.theorems, timeout_s=lean_timeout_s),
+        lean_arithmetic=lean_check(lean_mode, lean_path, lean_text or "", run_sha, deriv.obligations,
+                                   timeout_s=lean_timeout_s),
     )
     cert = assemble(run_sha, deriv, sha256_text(lean_text) if lean_text is not None else None,
-                    sha256_text(coq_text) if coq_text is not None else None, outcomes)
+                    sha256_text(coq_text) if coq_text is not None else None, outcomes,
+                    sha256_text(real_text) if real_text is not None else None)
     (workdir / "certificate.json").write_text(canonical_json(cert), encoding="utf-8")
-    return Produced(run_text, run_sha, deriv, lean_text, coq_text, outcomes, cert)
+    return Produced(run_text, run_sha, deriv, lean_text, coq_text, real_text, outcomes, cert)
 
 
 def prepare_output(out: Path, force: bool) -> None:
-    """Refuse to overwrite an existing run unless ``force``."""
-    if out.exists():
-        if not out.is_dir():
+    """Check, before any measurement, that ``out`` can be written.
+
+    An existing non-empty ``out`` is refused unless ``force``, and even then unless it is a
+    witprobe run directory; the place it is written in must accept a new directory.
+    """
+    if out.exists() or out.is_symlink():
+        if not out.is_dir() or out.is_symlink():
             raise OutputExists(f"{out} exists and is not a directory")
-        if any(out.iterdir()) and not force:
-            raise OutputExists(f"{out} is not empty; choose another --out or pass --force to replace it")
+        if any(out.iterdir()):
+            if not force:
+                raise OutputExists(f"{out} is not empty; choose another --out or pass --force to replace it")
+            problem = run_dir_problem(out)
+            if problem:
+                raise OutputExists(f"--force replaces only a witprobe run directory: {problem}")
+    check_writable(out)
+
+
+def _remove_run_files(d: Path) -> None:
+    """Remove the files a run writes, then the emptied folders (nothing else is touched)."""
+    for rel in RUN_FILES:
+        (d / rel).unlink(missing_ok=True)
+    for rel in RUN_SUBDIRS:
+        if (d / rel).is_dir():
+            (d / rel).rmdir()
+    d.rmdir()
 
 
 def write_run_dir(run: dict[str, Any], out: Path, lean_mode: str, force: bool = False,
@@ -78,15 +156,26 @@ def write_run_dir(run: dict[str, Any], out: Path, lean_mode: str, force: bool = 
     prepare_output(out, force)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    old: Path | None = None
     try:
         produced = produce(run, lean_mode, tmp, coq_mode=coq_mode)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o777 & ~umask)  # mkdtemp creates 0700; the run directory is ordinary output
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
+        prepare_output(out, force)  # again: the directory may have changed while we measured
+        if out.exists() and any(out.iterdir()):
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+            os.replace(out, old)  # a verified run directory, moved aside whole
+        os.replace(tmp, out)  # onto a missing or empty directory
+        if old is not None:
+            _remove_run_files(old)
+            old = None
     finally:
         if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(tmp, ignore_errors=True)  # our own temp folder
+        if old is not None and old.exists():  # interrupted after the old run was moved aside
+            if out.exists():
+                _remove_run_files(old)  # the new run is in place; the old one was verified ours
+            else:
+                os.replace(old, out)  # put the old run back
     return produced

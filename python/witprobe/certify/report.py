@@ -132,6 +132,16 @@ def print_pooling(cert: dict[str, Any], out: TextIO) -> None:
                   f"{_num(e['eff_frac_mean'], '{:.2f}'):>5}", file=out)
 
 
+def _kernel_line(name: str, summary: dict[str, Any], outcome: dict[str, Any], refused: str) -> str:
+    """``coq: 30/30 kernel-checked`` (+ why not checked, + the theorems the kernel refused)."""
+    line = f"{name}: {summary['kernel_checked']}/{summary['theorems']} kernel-checked"
+    if outcome["status"] != "checked" and outcome["reason"]:
+        line += f" ({outcome['status']}: {outcome['reason']})"
+    if summary[refused]:
+        line += f"; {refused.upper()}: {', '.join(summary[refused])}"
+    return line
+
+
 def print_summary(cert: dict[str, Any], out: TextIO) -> None:
     from witprobe.certify.coverage import format_coverage
 
@@ -140,6 +150,7 @@ def print_summary(cert: dict[str, Any], out: TextIO) -> None:
     for line in format_coverage(cert.get("coverage", [])):
         print(f"  {line}", file=out)
     lean = cert["kernels"]["lean"]
+    arith = cert["kernels"]["lean_arithmetic"]
     coq = cert["kernels"]["coq"]
     checks = cert["self_checks"]
     bad = {k: v["count"] for k, v in checks.items() if not v["ok"]}
@@ -156,19 +167,16 @@ def print_summary(cert: dict[str, Any], out: TextIO) -> None:
                   f"({s['worst_bound']['claim']})", file=out)
         print("note: this certificate predates the scope summary (bounded / not bounded / end-to-end); "
               "re-run `certify run` for it", file=out)
-    print(f"self-checks: {'all 0' if not bad else bad}", file=out)
-    sc = s["coq"]
-    line = f"coq: {sc['kernel_checked']}/{sc['theorems']} kernel-checked"
-    if coq["status"] != "checked" and coq["reason"]:
-        line += f" ({coq['status']}: {coq['reason']})"
-    if sc["rejected"]:
-        line += f"; REJECTED: {', '.join(sc['rejected'])}"
-    print(line, file=out)
+    print(f"self-checks: {'all 0' if not bad else f'{len(bad)} nonzero'}", file=out)
+    for k in sorted(bad):  # the meaning is the table's (witprobe.self_checks), stored in the certificate
+        print(f"  SELF-CHECK {k} = {bad[k]}: {checks[k]['meaning']}", file=out)
+    print(_kernel_line("coq", s["coq"], coq, "rejected"), file=out)
+    print(_kernel_line("lean", s["lean"], lean, "failed"), file=out)
     n = len(cert["obligations"])
     kc = sum(1 for o in cert["obligations"] if o["status"] == "kernel_checked")
-    line = f"lean: {lean['status']} ({kc}/{n} arithmetic obligations checked; arithmetic does not certify)"
-    if lean["reason"]:
-        line += f": {lean['reason']}"
+    line = f"lean arithmetic: {arith['status']} ({kc}/{n} obligations checked; arithmetic does not certify)"
+    if arith["reason"]:
+        line += f": {arith['reason']}"
     print(line, file=out)
     for f in cert["failures"]:
         print(f"FAILED: {f}", file=out)

@@ -19,22 +19,28 @@ depends on the claim's form and memory class (``s`` exact scores, ``s'`` served,
 
 What is *measured* (trusted, float64, rounded outward; see ``docs/TRUST_BOUNDARY.md``) and what is
 *proved* (the library theorems the proof applies) is recorded per theorem.
+
+Each theorem is rendered twice from this one record: in Coq (``statement``, ``proof``; the file
+``obligations/run.v``) and in Lean (``lean_statement``, ``lean_proof``; ``obligations/run_real.lean``),
+with the same name, the same hypotheses, the same conclusion and the same rational constants. The
+Coq proofs close the numeric side condition with ``interval``; the Lean proofs with a rational
+upper bound on ``e^t`` (``(N/(N - t))^N``, ``exp_le_expUpper``) and ``norm_num``: for the
+centred form with the very ``N = EXP_N`` Python's chain used, so the goal is true by construction
+(:func:`lean_side_condition` re-checks every goal in exact arithmetic).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 from witprobe.calculus import rounding
 from witprobe.calculus.contracts import ChainEvaluation
 from witprobe.formal.obligations import check_ident
+from witprobe.kinds.registry import KINDS
 
 UNIT_DEN = rounding.UNIT
 
-# memory classes whose read distribution includes a sink column (observer.with_sinks)
-SINK_CLASSES = frozenset({"v4_sliding", "v4_hca", "v4_csa"})
-BANDED_CLASSES = frozenset({"dense_kv"})
-LATENT_CLASSES = frozenset({"latent", "latent_indexed"})
 
 
 class ClaimTheoremError(ValueError):
@@ -50,8 +56,16 @@ class Constant:
     source: str
 
     @property
+    def value(self) -> Fraction:
+        return Fraction(int(self.units), UNIT_DEN)
+
+    @property
     def coq(self) -> str:
         return f"({int(self.units)} / {UNIT_DEN})"
+
+    @property
+    def lean(self) -> str:
+        return f"(({int(self.units)} : ℝ) / {UNIT_DEN})"
 
     def to_json(self) -> dict[str, object]:
         return {"name": self.name, "units": self.units, "denominator": UNIT_DEN, "source": self.source,
@@ -59,8 +73,22 @@ class Constant:
 
 
 @dataclass(frozen=True)
+class LeanSide:
+    """One numeric side condition of a Lean proof, as the exact rational goal ``norm_num`` closes.
+
+    ``kind``: ``tanh`` (``((N/(N-t))^N - 1)/((N/(N-t))^N + 1) <= B`` with ``t = C``), ``plain``
+    (``((N/(N-t))^N - 1)/2 <= B`` with ``t = 2E``) or ``eform`` (``X + X^2/2 <= B``, ``n = 0``).
+    """
+
+    kind: str
+    t: Fraction
+    bound: Fraction
+    n: int = 0
+
+
+@dataclass(frozen=True)
 class ClaimTheorem:
-    """One per-run theorem: its name, statement, proof script and trust record.
+    """One per-run theorem: its name, statement, proof script and trust record, in Coq and Lean.
 
     ``shape``: ``banded`` (dense KV, hypothesis on query and key-residual band norms), ``latent``
     (MLA, hypothesis on the latent meter's radius), ``sink`` (score level plus a sink column) or
@@ -71,12 +99,16 @@ class ClaimTheorem:
     claim_id: str
     theorem: str
     form: str
-    shape: str  # "banded", "score" or "sink"
+    shape: str  # "banded", "latent", "score" or "sink"
     statement: str
     proof: str
     constants: tuple[Constant, ...]
     measured: tuple[str, ...]
     proved_by: tuple[str, ...]
+    lean_statement: str
+    lean_proof: str
+    lean_proved_by: tuple[str, ...]
+    lean_side: LeanSide
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -84,6 +116,8 @@ class ClaimTheorem:
             "form": self.form,
             "shape": self.shape,
             "statement": self.statement,
+            "lean_statement": self.lean_statement,
+            "lean_proved_by": list(self.lean_proved_by),
             "constants": [c.to_json() for c in self.constants],
             "measured": list(self.measured),
             "proved_by": list(self.proved_by),
@@ -95,11 +129,12 @@ def theorem_name(claim_id: str) -> str:
     return check_ident(claim_id.replace(".", "_"))
 
 
+# Coq spellings of the statement parts (``run.v``) ...
 _SCORE_HYP = "(forall t, (t < n)%nat -> Rabs (s t - s' t) <= {c})"
 _TV = "tv n (softmax n s) (softmax n s')"
 _TV_SINK = "tv (S n) (softmax (S n) (extend s n sigma)) (softmax (S n) (extend s' n sigma))"
 _BANDED_BINDERS = ("forall (n nb : nat) (w : nat -> nat) (scale : R) (q : nat -> nat -> R) "
-                   "(k k' : nat -> nat -> nat -> R),\n  0 <= scale ->\n  ")
+                   "(k k' : nat -> nat -> nat -> R),\n  ")
 _LATENT_BINDERS = ("forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) "
                    "(qn qr : nat -> R)\n         (c c' kr kr' : nat -> nat -> R),\n  ")
 _LATENT_ARGS = "dn nbc nbr wc wr scale W qn qr"
@@ -107,6 +142,23 @@ _LATENT_TV = (f"tv n (softmax n (lscores {_LATENT_ARGS} c kr))\n"
               f"     (softmax n (lscores {_LATENT_ARGS} c' kr'))")
 _BANDED_TV = ("tv n (softmax n (fun t => scale * bdot nb w q (k t)))\n"
               "     (softmax n (fun t => scale * bdot nb w q (k' t)))")
+_BANDED_RADIUS = "scale * banded_witness nb w q (bdiff (k t) (k' t))"
+_BANDED_W = "sum nb (fun b => norm2 (w b) (bdiff (k t) (k' t) b))"
+
+# ... and their Lean spellings (``run_real.lean``): the same terms, Lean syntax, continuation
+# lines indented for the template's ``theorem NAME :`` at column 0
+_L_SCORE_HYP = "(∀ t, t < n → |s t - s' t| ≤ {c})"
+_L_TV = "tv n (softmax n s) (softmax n s')"
+_L_TV_SINK = "tv (n + 1) (softmax (n + 1) (extend s n sigma)) (softmax (n + 1) (extend s' n sigma))"
+_L_BANDED_BINDERS = ("∀ (n nb : ℕ) (w : ℕ → ℕ) (scale : ℝ) (q : ℕ → ℕ → ℝ) "
+                     "(k k' : ℕ → ℕ → ℕ → ℝ),\n      ")
+_L_LATENT_BINDERS = ("∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) "
+                     "(qn qr : ℕ → ℝ)\n        (c c' kr kr' : ℕ → ℕ → ℝ),\n      ")
+_L_LATENT_TV = (f"tv n (softmax n (lscores {_LATENT_ARGS} c kr))\n"
+                f"        (softmax n (lscores {_LATENT_ARGS} c' kr'))")
+_L_BANDED_TV = ("tv n (softmax n (fun t => scale * bdot nb w q (k t)))\n"
+                "        (softmax n (fun t => scale * bdot nb w q (k' t)))")
+_NL = "\n      "  # between the Lean statement's hypotheses
 
 MEASURED_TEXT = {
     "C": "C: max over query rows and keys of c_t = scale * sum_b ||q_b|| * ||k_{t,b} - k'_{t,b}|| (read.c_max)",
@@ -115,6 +167,53 @@ MEASURED_TEXT = {
     "E": "E: the score radius Q * W of the plain chain (from read.q_coef and read.w_max)",
     "X": "X: max over query rows of E_{p'}[e^{c_t}] - 1 (read.eform_excess)",
 }
+
+# exponents N of the Lean proofs' exp bound (N/(N - t))^N, tried in order (the first is the chain's)
+LEAN_EXP_NS = (rounding.EXP_N, 4 * rounding.EXP_N, 16 * rounding.EXP_N)
+
+
+def exp_upper_exact(n: int, t: Fraction) -> Fraction:
+    """``(N/(N - t))^N`` for ``0 <= t < N``: the rational upper bound of ``e^t`` the Lean proofs use
+    (``WitprobeAnalytic.exp_le_expUpper``), exact."""
+    if not 0 <= t < n:
+        raise ClaimTheoremError(f"exp argument {t} outside [0, {n})")
+    return (Fraction(n) / (n - t)) ** n
+
+
+def lean_side_condition(side: LeanSide) -> bool:
+    """Whether the numeric goal a Lean proof leaves to ``norm_num`` is true (exact arithmetic)."""
+    if side.kind == "eform":
+        return side.t >= 0 and side.t + side.t * side.t / 2 <= side.bound
+    if not (0 <= side.t < side.n):
+        return False
+    e = exp_upper_exact(side.n, side.t)
+    if side.kind == "tanh":
+        return (e - 1) / (e + 1) <= side.bound
+    if side.kind == "plain":
+        return (e - 1) / 2 <= side.bound
+    raise ClaimTheoremError(f"unknown side condition kind {side.kind!r}")
+
+
+def _exp_side(kind: str, t: Fraction, bound: Fraction) -> LeanSide:
+    """The side condition with the first ``N`` of :data:`LEAN_EXP_NS` that makes it true (the
+    first one if none does: the Lean kernel then rejects the proof, fail closed)."""
+    for n in LEAN_EXP_NS:
+        side = LeanSide(kind, t, bound, n)
+        if t < n and lean_side_condition(side):
+            return side
+    return LeanSide(kind, t, bound, LEAN_EXP_NS[0])
+
+
+def _lean_tanh(c: Constant, b: Constant, n: int) -> str:
+    """Proof of ``tanh (C/2) <= B`` (``TanhBound.tanh_half_le_of_expUpper``)."""
+    return (f"(tanh_half_le_of_expUpper {n} (by norm_num) {c.lean} {b.lean}\n"
+            "      (by norm_num) (by norm_num) (by norm_num))")
+
+
+def _lean_plain(e: str, b: Constant, n: int) -> str:
+    """Proof of ``2⁻¹ * (exp (2 * E) - 1) <= B`` (``TanhBound.plain_half_le_of_expUpper``)."""
+    return (f"(plain_half_le_of_expUpper {n} (by norm_num) {e} {b.lean}\n"
+            "      (by norm_num) (by norm_num) (by norm_num))")
 
 
 def claim_theorem(claim_id: str, form: str, memory_class: str, ev: ChainEvaluation, q_units: int = 0) -> ClaimTheorem:
@@ -126,8 +225,8 @@ def claim_theorem(claim_id: str, form: str, memory_class: str, ev: ChainEvaluati
     name = theorem_name(claim_id)
     stages = ev.stages
     b = Constant("B", ev.bound_units, f"claimed bound of {claim_id} ({form} chain, rounded up)")
-    shape = ("sink" if memory_class in SINK_CLASSES else "banded" if memory_class in BANDED_CLASSES
-             else "latent" if memory_class in LATENT_CLASSES else "score")
+    kind = KINDS.get(memory_class)  # the template: banded, latent, sink (read distribution with a sink column)
+    shape = kind.theorem_shape if kind is not None and kind.theorem_shape else "score"
     interval = "interval with (i_prec 60)"
     if form == "centred":
         if len(stages) != 3:
@@ -135,29 +234,42 @@ def claim_theorem(claim_id: str, form: str, memory_class: str, ev: ChainEvaluati
         c = Constant("C", stages[0].e_out, "layer maximum of read.c_max, rounded outward")
         consts = (c, b)
         measured = (MEASURED_TEXT["C"],)
+        side = _exp_side("tanh", c.value, b.value)
         if shape == "banded":
-            stmt = (_BANDED_BINDERS
-                    + f"(forall t, (t < n)%nat -> scale * banded_witness nb w q (bdiff (k t) (k' t)) <= {c.coq}) ->\n  "
+            stmt = (_BANDED_BINDERS + "0 <= scale ->\n  "
+                    + f"(forall t, (t < n)%nat -> {_BANDED_RADIUS} <= {c.coq}) ->\n  "
                     + f"{_BANDED_TV} <= {b.coq}")
-            proof = f"apply centred_banded_claim; [lra | unfold tanh; {interval}]."
-            proved = ("Witprobe.ClaimsBanded.centred_banded_claim", "Witprobe.ScoreBridge.score_bridge_banded",
-                      "Witprobe.SoftmaxTV.tv_le_tanh_radius")
+            lstmt = (_L_BANDED_BINDERS + f"0 ≤ scale →{_NL}"
+                     + f"(∀ t, t < n → {_BANDED_RADIUS} ≤ {c.lean}) →{_NL}"
+                     + f"{_L_BANDED_TV} ≤ {b.lean}")
+            lemma, proved = "centred_banded_claim", (
+                "Witprobe.ClaimsBanded.centred_banded_claim", "Witprobe.ScoreBridge.score_bridge_banded",
+                "Witprobe.SoftmaxTV.tv_le_tanh_radius")
         elif shape == "latent":
             stmt = (_LATENT_BINDERS + "0 <= scale ->\n  "
                     + f"(forall t, (t < n)%nat -> lradius {_LATENT_ARGS} c c' kr kr' t <= {c.coq}) ->\n  "
                     + f"{_LATENT_TV} <= {b.coq}")
-            proof = f"apply centred_latent_claim; [lra | unfold tanh; {interval}]."
-            proved = ("Witprobe.ClaimsLatent.centred_latent_claim", "Witprobe.LatentBridge.latent_score_bridge_banded",
-                      "Witprobe.SoftmaxTV.tv_le_tanh_radius")
+            lstmt = (_L_LATENT_BINDERS + f"0 ≤ scale →{_NL}"
+                     + f"(∀ t, t < n → lradius {_LATENT_ARGS} c c' kr kr' t ≤ {c.lean}) →{_NL}"
+                     + f"{_L_LATENT_TV} ≤ {b.lean}")
+            lemma, proved = "centred_latent_claim", (
+                "Witprobe.ClaimsLatent.centred_latent_claim", "Witprobe.LatentBridge.latent_score_bridge_banded",
+                "Witprobe.SoftmaxTV.tv_le_tanh_radius")
         elif shape == "sink":
             stmt = (f"forall (n : nat) (s s' : nat -> R) (sigma : R),\n  {_SCORE_HYP.format(c=c.coq)} ->\n  "
                     f"{_TV_SINK} <= {b.coq}")
-            proof = f"apply centred_sink_claim; [lra | unfold tanh; {interval}]."
-            proved = ("Witprobe.Claims.centred_sink_claim", "Witprobe.SoftmaxTV.tv_sink_le_tanh_radius")
+            lstmt = (f"∀ (n : ℕ) (s s' : ℕ → ℝ) (sigma : ℝ),{_NL}{_L_SCORE_HYP.format(c=c.lean)} →{_NL}"
+                     f"{_L_TV_SINK} ≤ {b.lean}")
+            lemma, proved = "centred_sink_claim", (
+                "Witprobe.Claims.centred_sink_claim", "Witprobe.SoftmaxTV.tv_sink_le_tanh_radius")
         else:
             stmt = f"forall (n : nat) (s s' : nat -> R),\n  {_SCORE_HYP.format(c=c.coq)} ->\n  {_TV} <= {b.coq}"
-            proof = f"apply centred_claim; [lra | unfold tanh; {interval}]."
-            proved = ("Witprobe.Claims.centred_claim", "Witprobe.SoftmaxTV.tv_le_tanh_radius")
+            lstmt = (f"∀ (n : ℕ) (s s' : ℕ → ℝ),{_NL}{_L_SCORE_HYP.format(c=c.lean)} →{_NL}"
+                     f"{_L_TV} ≤ {b.lean}")
+            lemma, proved = "centred_claim", ("Witprobe.Claims.centred_claim", "Witprobe.SoftmaxTV.tv_le_tanh_radius")
+        proof = f"apply {lemma}; [lra | unfold tanh; {interval}]."
+        lproof = f"{lemma} {c.lean} {b.lean} (by norm_num)\n    {_lean_tanh(c, b, side.n)}"
+        lproved = (f"WitprobeAnalytic.{lemma}", "WitprobeAnalytic.tanh_half_le_of_expUpper")
     elif form == "plain":
         shape = "score" if shape == "latent" else shape
         if len(stages) != 3:
@@ -165,61 +277,90 @@ def claim_theorem(claim_id: str, form: str, memory_class: str, ev: ChainEvaluati
         e = Constant("E", stages[1].e_out, "score radius of the plain chain (q_coef * w_max, rounded up)")
         measured = (MEASURED_TEXT["Q"], MEASURED_TEXT["W"], MEASURED_TEXT["E"])
         body = f"{_SCORE_HYP.format(c=e.coq)} ->\n  "
+        lbody = f"{_L_SCORE_HYP.format(c=e.lean)} →{_NL}"
+        lproved = ("WitprobeAnalytic.plain_half_le_of_expUpper",)
         if shape == "banded":
             qc = Constant("Q", q_units, "layer maximum of read.q_coef, rounded outward")
             wc = Constant("W", stages[0].e_out, "layer maximum of read.w_max, rounded outward")
             consts = (qc, wc, b)
-            stmt = (_BANDED_BINDERS + f"scale * bnorm nb w q <= {qc.coq} ->\n  "
-                    f"(forall t, (t < n)%nat -> sum nb (fun b => norm2 (w b) (bdiff (k t) (k' t) b)) <= {wc.coq}) ->\n  "
+            side = _exp_side("plain", 2 * qc.value * wc.value, b.value)
+            stmt = (_BANDED_BINDERS + "0 <= scale ->\n  " + f"scale * bnorm nb w q <= {qc.coq} ->\n  "
+                    f"(forall t, (t < n)%nat -> {_BANDED_W} <= {wc.coq}) ->\n  "
                     f"{_BANDED_TV} <= {b.coq}")
+            lstmt = (_L_BANDED_BINDERS + f"0 ≤ scale →{_NL}" + f"scale * bnorm nb w q ≤ {qc.lean} →{_NL}"
+                     f"(∀ t, t < n → {_BANDED_W} ≤ {wc.lean}) →{_NL}"
+                     f"{_L_BANDED_TV} ≤ {b.lean}")
             proof = f"apply plain_banded_claim; [lra | lra | {interval}]."
+            lproof = (f"plain_banded_claim {qc.lean} {wc.lean} {b.lean} (by norm_num) (by norm_num)\n"
+                      f"    {_lean_plain(f'({qc.lean} * {wc.lean})', b, side.n)}")
             proved = ("Witprobe.ClaimsBanded.plain_banded_claim", "Witprobe.ScoreBridge.score_bridge_plain",
                       "Witprobe.SoftmaxTV.tv_le_plain")
-        elif shape == "sink":
-            consts = (e, b)
-            stmt = f"forall (n : nat) (s s' : nat -> R) (sigma : R),\n  {body}{_TV_SINK} <= {b.coq}"
-            proof = f"apply plain_sink_claim; [lra | {interval}]."
-            proved = ("Witprobe.Claims.plain_sink_claim", "Witprobe.SoftmaxTV.tv_le_plain",
-                      "Witprobe.SoftmaxTV.sink_radius")
+            lproved = ("WitprobeAnalytic.plain_banded_claim",) + lproved
         else:
             consts = (e, b)
-            stmt = f"forall (n : nat) (s s' : nat -> R),\n  {body}{_TV} <= {b.coq}"
-            proof = f"apply plain_claim; [lra | {interval}]."
-            proved = ("Witprobe.Claims.plain_claim", "Witprobe.SoftmaxTV.tv_le_plain")
+            side = _exp_side("plain", 2 * e.value, b.value)
+            if shape == "sink":
+                stmt = f"forall (n : nat) (s s' : nat -> R) (sigma : R),\n  {body}{_TV_SINK} <= {b.coq}"
+                lstmt = f"∀ (n : ℕ) (s s' : ℕ → ℝ) (sigma : ℝ),{_NL}{lbody}{_L_TV_SINK} ≤ {b.lean}"
+                lemma, proved = "plain_sink_claim", ("Witprobe.Claims.plain_sink_claim", "Witprobe.SoftmaxTV.tv_le_plain",
+                                                     "Witprobe.SoftmaxTV.sink_radius")
+            else:
+                stmt = f"forall (n : nat) (s s' : nat -> R),\n  {body}{_TV} <= {b.coq}"
+                lstmt = f"∀ (n : ℕ) (s s' : ℕ → ℝ),{_NL}{lbody}{_L_TV} ≤ {b.lean}"
+                lemma, proved = "plain_claim", ("Witprobe.Claims.plain_claim", "Witprobe.SoftmaxTV.tv_le_plain")
+            proof = f"apply {lemma}; [lra | {interval}]."
+            lproof = f"{lemma} {e.lean} {b.lean} (by norm_num)\n    {_lean_plain(e.lean, b, side.n)}"
+            lproved = (f"WitprobeAnalytic.{lemma}",) + lproved
     elif form == "eform":
         if len(stages) != 2:
             raise ClaimTheoremError(f"{claim_id}: e-form chain has {len(stages)} stages, expected 2")
         x = Constant("X", stages[0].e_out, "layer maximum of read.eform_excess, rounded outward")
         consts = (x, b)
         measured = (MEASURED_TEXT["X"],)
+        side = LeanSide("eform", x.value, b.value)
         if shape == "banded":
-            stmt = ("forall (n nb : nat) (w : nat -> nat) (scale : R) (q : nat -> nat -> R) "
-                    "(k k' : nat -> nat -> nat -> R),\n  (0 < n)%nat -> 0 <= scale ->\n  "
+            stmt = (_BANDED_BINDERS + "(0 < n)%nat -> 0 <= scale ->\n  "
                     "emoment n (fun t => scale * bdot nb w q (k' t))\n"
-                    "          (fun t => scale * banded_witness nb w q (bdiff (k t) (k' t)))"
+                    f"          (fun t => {_BANDED_RADIUS})"
                     f" <= 1 + {x.coq} ->\n  {_BANDED_TV} <= {b.coq}")
-            proof = "apply eform_banded_claim; lra."
-            proved = ("Witprobe.ClaimsBanded.eform_banded_claim", "Witprobe.ScoreBridge.score_bridge_banded",
-                      "Witprobe.SoftmaxTV.tv_le_eform")
+            lstmt = (_L_BANDED_BINDERS + f"0 < n → 0 ≤ scale →{_NL}"
+                     "emoment n (fun t => scale * bdot nb w q (k' t))\n"
+                     f"          (fun t => {_BANDED_RADIUS})"
+                     f" ≤ 1 + {x.lean} →{_NL}{_L_BANDED_TV} ≤ {b.lean}")
+            lemma, proved = "eform_banded_claim", (
+                "Witprobe.ClaimsBanded.eform_banded_claim", "Witprobe.ScoreBridge.score_bridge_banded",
+                "Witprobe.SoftmaxTV.tv_le_eform")
         elif shape == "latent":
             stmt = (_LATENT_BINDERS + "(0 < n)%nat -> 0 <= scale ->\n  "
                     + f"emoment n (lscores {_LATENT_ARGS} c' kr') (lradius {_LATENT_ARGS} c c' kr kr') <= 1 + {x.coq} ->\n  "
                     + f"{_LATENT_TV} <= {b.coq}")
-            proof = "apply eform_latent_claim; lra."
-            proved = ("Witprobe.ClaimsLatent.eform_latent_claim", "Witprobe.LatentBridge.latent_score_bridge_banded",
-                      "Witprobe.SoftmaxTV.tv_le_eform")
+            lstmt = (_L_LATENT_BINDERS + f"0 < n → 0 ≤ scale →{_NL}"
+                     + f"emoment n (lscores {_LATENT_ARGS} c' kr')\n"
+                     f"          (lradius {_LATENT_ARGS} c c' kr kr') ≤ 1 + {x.lean} →{_NL}"
+                     + f"{_L_LATENT_TV} ≤ {b.lean}")
+            lemma, proved = "eform_latent_claim", (
+                "Witprobe.ClaimsLatent.eform_latent_claim", "Witprobe.LatentBridge.latent_score_bridge_banded",
+                "Witprobe.SoftmaxTV.tv_le_eform")
         elif shape == "sink":
             stmt = ("forall (n : nat) (s s' c : nat -> R) (sigma : R),\n  "
                     "(forall t, (t < n)%nat -> Rabs (s t - s' t) <= c t) -> 0 <= c n ->\n  "
                     f"emoment (S n) (extend s' n sigma) c <= 1 + {x.coq} ->\n  {_TV_SINK} <= {b.coq}")
-            proof = "apply eform_sink_claim; lra."
-            proved = ("Witprobe.Claims.eform_sink_claim", "Witprobe.SoftmaxTV.tv_le_eform")
+            lstmt = (f"∀ (n : ℕ) (s s' c : ℕ → ℝ) (sigma : ℝ),{_NL}"
+                     f"(∀ t, t < n → |s t - s' t| ≤ c t) → 0 ≤ c n →{_NL}"
+                     f"emoment (n + 1) (extend s' n sigma) c ≤ 1 + {x.lean} →{_NL}{_L_TV_SINK} ≤ {b.lean}")
+            lemma, proved = "eform_sink_claim", ("Witprobe.Claims.eform_sink_claim", "Witprobe.SoftmaxTV.tv_le_eform")
         else:
             stmt = ("forall (n : nat) (s s' c : nat -> R),\n  (0 < n)%nat ->\n  "
                     "(forall t, (t < n)%nat -> Rabs (s t - s' t) <= c t) ->\n  "
                     f"emoment n s' c <= 1 + {x.coq} ->\n  {_TV} <= {b.coq}")
-            proof = "apply eform_claim; lra."
-            proved = ("Witprobe.Claims.eform_claim", "Witprobe.SoftmaxTV.tv_le_eform")
+            lstmt = (f"∀ (n : ℕ) (s s' c : ℕ → ℝ),{_NL}0 < n →{_NL}"
+                     f"(∀ t, t < n → |s t - s' t| ≤ c t) →{_NL}"
+                     f"emoment n s' c ≤ 1 + {x.lean} →{_NL}{_L_TV} ≤ {b.lean}")
+            lemma, proved = "eform_claim", ("Witprobe.Claims.eform_claim", "Witprobe.SoftmaxTV.tv_le_eform")
+        proof = f"apply {lemma}; lra."
+        lproof = f"{lemma} {x.lean} {b.lean} (by norm_num) (by norm_num)"
+        lproved = (f"WitprobeAnalytic.{lemma}",)
     else:
         raise ClaimTheoremError(f"{claim_id}: no theorem shape for form {form!r}")
-    return ClaimTheorem(claim_id, name, form, shape, stmt, proof, consts, measured, proved)
+    return ClaimTheorem(claim_id, name, form, shape, stmt, proof, consts, measured, proved,
+                        lstmt, lproof, lproved, side)

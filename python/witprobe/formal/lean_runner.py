@@ -1,6 +1,8 @@
 """Find a Lean toolchain, build the library once, check obligation files, audit axioms.
 
-Discovery order: ``$WITPROBE_LEAN`` (a directory holding ``lake``/``lean``, or the path of either
+Two projects: the core library (``package witprobe``, the arithmetic obligations
+``obligations/run.lean``) and the analytic package (``analytic/``, ``package witprobeAnalytic``,
+Mathlib; the per-run claim theorems ``obligations/run_real.lean``). Discovery order: ``$WITPROBE_LEAN`` (a directory holding ``lake``/``lean``, or the path of either
 binary), then ``PATH``, then ``~/.elan/bin``. Each file is checked with ``lake env lean FILE`` in
 the Lean project (the folder whose ``lakefile.lean`` declares ``package witprobe``), under a
 timeout. Lean's messages (``file:line:col: error: text``) are parsed and mapped to the obligation
@@ -136,6 +138,22 @@ def find_project(start: Path | None = None) -> Path | None:
             if lf.is_file() and "package witprobe" in lf.read_text(encoding="utf-8", errors="replace"):
                 return d
     return None
+
+
+def find_analytic_project(core: Path | None = None) -> Path | None:
+    """The analytic Lean package (Mathlib; it holds ``WitprobeAnalytic``, which the per-run claim
+    theorems ``obligations/run_real.lean`` import): ``$WITPROBE_LEAN_ANALYTIC``, else ``analytic/``
+    of the core project; ``None`` unless its ``lakefile.lean`` declares ``package witprobeAnalytic``."""
+    env = os.environ.get("WITPROBE_LEAN_ANALYTIC")
+    if env:
+        cand: Path | None = Path(env)
+    else:
+        root = core or find_project()
+        cand = root / "analytic" if root is not None else None
+    if cand is None or not (cand / "lakefile.lean").is_file():
+        return None
+    text = (cand / "lakefile.lean").read_text(encoding="utf-8", errors="replace")
+    return cand if "package witprobeAnalytic" in text else None
 
 
 class LeanRunner:

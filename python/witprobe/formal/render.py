@@ -9,6 +9,7 @@ fixed obligation list (a golden test pins it).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from importlib import resources
 
 import jinja2
@@ -71,8 +72,10 @@ def _view(ob: ChainObligation, registry: TierRegistry) -> dict:
     }
 
 
-def _template() -> jinja2.Template:
-    text = resources.files("witprobe.formal").joinpath("templates/run.lean.j2").read_text(encoding="utf-8")
+@lru_cache(maxsize=None)
+def template(name: str) -> jinja2.Template:
+    """A template shipped in ``witprobe/formal/templates`` (strict: an unknown variable raises)."""
+    text = resources.files("witprobe.formal").joinpath(f"templates/{name}").read_text(encoding="utf-8")
     env = jinja2.Environment(autoescape=False, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     return env.from_string(text)
 
@@ -98,7 +101,7 @@ def render_run(
         errs = reference_check(ob, registry)
         if errs:
             raise ObligationError(f"obligation {ob.ident} is false and will not be rendered: {'; '.join(errs)}")
-    text = _template().render(
+    text = template("run.lean.j2").render(
         version=__version__,
         run_sha=run_sha if _HEX.match(run_sha) else "invalid",
         run_ns=run_namespace(run_sha),
@@ -122,10 +125,15 @@ def obligation_spans(text: str, run_sha: str) -> tuple[dict[str, list[tuple[int,
         stop = starts[k + 1][0] - 1 if k + 1 < len(starts) else end_line - 1
         spans[ident] = [(line, stop)]
         theorems[ident] = f"WitprobeRun.{ns}.{ident}_ok"
+    add_axiom_lines(lines, theorems, spans)
+    return spans, theorems
+
+
+def add_axiom_lines(lines: list[str], qualified: dict[str, str], spans: dict[str, list[tuple[int, int]]]) -> None:
+    """Add to ``spans[key]`` the (1-based) line of ``#print axioms qualified[key]``, for every key."""
+    by_name = {q: key for key, q in qualified.items()}
     for i, ln in enumerate(lines):
         if ln.startswith("#print axioms "):
-            name = ln[len("#print axioms "):].strip()
-            for ident, thm in theorems.items():
-                if thm == name:
-                    spans[ident].append((i + 1, i + 1))
-    return spans, theorems
+            key = by_name.get(ln[len("#print axioms "):].strip())
+            if key is not None:
+                spans[key].append((i + 1, i + 1))

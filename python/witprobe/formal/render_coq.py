@@ -9,26 +9,26 @@ byte-stable for a fixed list of theorems, so ``certify check`` can compare it wi
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from importlib import resources
 from typing import Sequence
-
-import jinja2
 
 from witprobe import __version__
 from witprobe.formal.claim_theorems import ClaimTheorem
 from witprobe.formal.coq_runner import lint_source
 from witprobe.formal.obligations import ObligationError
+from witprobe.formal.render import template
 
 _HEX = re.compile(r"^[0-9a-f]{64}$")
 COQ_FILE = "obligations/run.v"
 
 
-@lru_cache(maxsize=1)
-def _template() -> jinja2.Template:
-    text = resources.files("witprobe.formal").joinpath("templates/run.v.j2").read_text(encoding="utf-8")
-    env = jinja2.Environment(autoescape=False, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
-    return env.from_string(text)
+def check_theorem_list(theorems: Sequence[ClaimTheorem]) -> list[str]:
+    """The theorem names, refusing an empty list and duplicates (either file would not compile)."""
+    if not theorems:
+        raise ObligationError("no claim theorems to render")
+    names = [t.theorem for t in theorems]
+    if len(set(names)) != len(names):
+        raise ObligationError(f"duplicate theorem names in {names}")
+    return names
 
 
 def coq_module(run_sha: str) -> str:
@@ -45,18 +45,14 @@ def qualified(run_sha: str, theorem: str) -> str:
 
 def render_coq(theorems: Sequence[ClaimTheorem], run_sha: str) -> str:
     """The ``.v`` text of a run's claim theorems (refuses duplicates and forbidden tokens)."""
-    if not theorems:
-        raise ObligationError("no claim theorems to render")
-    names = [t.theorem for t in theorems]
-    if len(set(names)) != len(names):
-        raise ObligationError(f"duplicate theorem names in {names}")
+    names = check_theorem_list(theorems)
     bundle = "I"
     for name in reversed(names):
         bundle = f"conj {name} ({bundle})" if bundle != "I" else f"conj {name} I"
     shapes = {t.shape for t in theorems}
     extra = (" ScoreBridge ClaimsBanded" if "banded" in shapes else "") + (
         " LatentBridge ClaimsLatent" if "latent" in shapes else "")
-    text = _template().render(version=__version__, run_sha=run_sha, module=coq_module(run_sha),
+    text = template("run.v.j2").render(version=__version__, run_sha=run_sha, module=coq_module(run_sha),
                               theorems=list(theorems), bundle=bundle, extra_imports=extra)
     bad = lint_source(text)
     if bad:

@@ -14,7 +14,9 @@
 - :mod:`~witprobe.ledger.simulate`, :mod:`~witprobe.ledger.replica`: concurrent serving and
   replica coupling; :mod:`~witprobe.ledger.gate`: the acceptance gate.
 - :mod:`~witprobe.ledger.trace`, :mod:`~witprobe.ledger.replay`: recorded traces and replay.
-- :mod:`~witprobe.ledger.sentinel`: the sampling corruption sentinel's detection latency.
+- :mod:`~witprobe.ledger.sentinel`: the sampling corruption sentinel (operator over the writer's block
+  record, and its detection latency).
+- :mod:`~witprobe.ledger.derive`: a rank's ledger record re-derived from its journal (what the gate reads).
 
 This package's ``__init__`` imports nothing heavy: the journal works without torch.
 """

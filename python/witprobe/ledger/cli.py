@@ -1,26 +1,37 @@
-"""Command line: ``python -m witprobe.ledger {simulate,gate,verify,replay,record,reads}``.
+"""Command line: ``python -m witprobe.ledger {simulate,gate,verify,replay,record,reads,live}``.
 
 Exit codes:
 
 ====  ==========================================================================================
-0     pass (simulate/gate: every criterion holds; verify: the journal is valid; replay: done)
+0     pass (simulate/gate/live: every criterion holds; verify: the journal is valid; replay: done)
 1     fail (a gate criterion failed; the journal has a bad record, named on stdout)
 2     usage error (bad option, missing input, existing output without --force)
 4     internal error
+130   interrupted (SIGINT): nothing half-written is left behind
 ====  ==========================================================================================
+
+``simulate`` builds its run in a temporary sibling directory ``.NAME.partial-PID`` and renames it
+to ``--out`` only once every rank has finished, so an interrupted or failed run leaves no
+half-written output. ``--force`` replaces an existing output only if it is empty or a previous
+``simulate`` run (it has that run's ``manifest.json``); it never deletes anything else.
+``verify`` exits 0 only for a valid, closed journal; a valid journal without its ``close`` record
+(the writer did not shut down) is reported as ``unclosed`` with exit 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import shutil
 import sys
-import traceback
 from fractions import Fraction
 from pathlib import Path
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 4
+from witprobe.cliutil import EXIT_USAGE, InputError, add_version, read_json_object, run_handler
+
+EXIT_OK, EXIT_FAIL = 0, 1
 
 
 def _family_map(text: str, cast=float) -> dict[str, float]:
@@ -43,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     from witprobe.ledger.trace import DEFAULT_FIXTURE
 
     p = argparse.ArgumentParser(prog="python -m witprobe.ledger", description="The request-level risk ledger.")
+    add_version(p)
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("simulate", help="serve recorded traffic with concurrent workers over one shared pool, then gate it")
     s.add_argument("--accounts", type=int, default=8, help="user requests (accounts) (default: %(default)s)")
@@ -71,9 +83,29 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     rec = sub.add_parser("record", help="record a trace from SmolLM2 (writes.parquet, witness.parquet, manifest.json)")
     rec.add_argument("--out", type=Path, default=DEFAULT_FIXTURE)
+    st = sub.add_parser("sentinel", help="sampling sentinel: corrupt B pool blocks, measure detection latency against n(delta)")
+    st.add_argument("--corrupt", type=int, default=4, help="corrupted blocks B per trial (default: %(default)s)")
+    st.add_argument("--draws", type=int, default=8, help="blocks r drawn per round, with replacement (default: %(default)s)")
+    st.add_argument("--delta", type=Fraction, default=Fraction(1, 100), help="confidence level of n(delta) (default: 1/100)")
+    st.add_argument("--trials", type=int, default=1000, help="corruption trials (default: %(default)s)")
+    st.add_argument("--alpha", type=float, default=1e-3, help="false-disagreement level of the binomial checks (default: %(default)s)")
+    st.add_argument("--seed", type=int, default=0)
+    st.add_argument("--trace", type=Path, default=DEFAULT_FIXTURE, help="recorded trace that fills the pool")
+    st.add_argument("--decode-steps", type=int, default=4, help="decode steps per request while filling the pool (default: %(default)s)")
+    st.add_argument("--out", type=Path, default=None, help="also write the JSON result here")
+    cp = sub.add_parser("campaign", help="discrimination campaign: 8 registered arms (invalidation x pool x concurrency), adjudicated")
+    cp.add_argument("--out", type=Path, required=True, help="output directory (arms/, findings.json)")
+    cp.add_argument("--trace", type=Path, default=DEFAULT_FIXTURE)
+    cp.add_argument("--accounts", type=int, default=8)
+    cp.add_argument("--decode-steps", type=int, default=None, help="decode steps per request (default: all recorded)")
+    cp.add_argument("--seed", type=int, default=0)
+    cp.add_argument("--force", action="store_true", help="replace a previous campaign output")
     e = sub.add_parser("reads", help="expand a recorded trace's witnesses to an entry-read Parquet trace")
     e.add_argument("--trace", type=Path, default=DEFAULT_FIXTURE)
     e.add_argument("--out", type=Path, required=True)
+    from witprobe.serving.live import add_parser as add_live
+
+    add_live(sub)
     return p
 
 
@@ -93,20 +125,141 @@ def _cmd_simulate(a: argparse.Namespace) -> int:
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    if a.out.exists() and any(a.out.iterdir()):
-        if not a.force:
-            print(f"error: {a.out} exists and is not empty (use --force)", file=sys.stderr)
-            return EXIT_USAGE
-        shutil.rmtree(a.out)
-    a.out.mkdir(parents=True, exist_ok=True)
-    write_manifest(cfg, a.out, meta)
-    if cfg.ranks == 1:
-        run_rank(cfg, a.out, 0, progress=not a.quiet)
-    else:
-        run_replicas(cfg, a.out, progress=not a.quiet)
-    rep = run_gate(a.out)
+    out = a.out.absolute()
+    try:
+        with _building(out, a.force, _is_simulate_run, "a ledger simulate run (no simulate manifest.json)") as tmp:
+            write_manifest(cfg, tmp, meta)
+            if cfg.ranks == 1:
+                run_rank(cfg, tmp, 0, progress=not a.quiet)
+            else:
+                run_replicas(cfg, tmp, progress=not a.quiet)
+    except _Refused as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    rep = run_gate(out)
     print(json.dumps(rep.as_dict(), indent=1, default=str))
     return EXIT_OK if rep.passed else EXIT_FAIL
+
+
+class _Refused(Exception):
+    """The output cannot be created or replaced (a usage error)."""
+
+
+def _is_simulate_run(d: Path) -> bool:
+    try:
+        man = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(man, dict) and man.get("tool") == "witprobe.ledger simulate"
+
+
+@contextlib.contextmanager
+def _building(out: Path, force: bool, ours, what: str):
+    """Yield a fresh sibling directory; on success rename it to ``out`` (atomically), else remove it.
+
+    An existing ``out`` is replaced only if it is empty, or with ``force`` if ``ours(out)`` says
+    witprobe wrote it; anything else is refused (:class:`_Refused`) and left untouched.
+    """
+    if out.exists():
+        if not out.is_dir():
+            raise _Refused(f"{out} exists and is not a directory")
+        if any(out.iterdir()):
+            if not force:
+                raise _Refused(f"{out} exists and is not empty (use --force)")
+            if not ours(out):
+                raise _Refused(f"{out} is not {what}; --force replaces only those: remove it yourself")
+    tmp = out.parent / f".{out.name}.partial-{os.getpid()}"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.mkdir()
+    except OSError as e:
+        raise _Refused(f"cannot create the output directory next to {out}: {e}") from None
+    try:
+        yield tmp
+        old = out.parent / f".{out.name}.replaced-{os.getpid()}"
+        if out.exists():  # checked above: empty, or ours
+            out.rename(old)
+        tmp.rename(out)
+        if old.exists():
+            shutil.rmtree(old)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _cmd_campaign(a: argparse.Namespace) -> int:
+    from witprobe.campaign.ledger import FINDINGS_FILE, run_campaign
+    from witprobe.ledger.simulate import SimConfig, load_trace
+
+    base = SimConfig(trace=a.trace, accounts=a.accounts, decode_steps=a.decode_steps, seed=a.seed)
+    try:
+        base.validate()
+        load_trace(base.trace)
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    out = a.out.absolute()
+    try:
+        with _building(out, a.force, lambda d: (d / FINDINGS_FILE).is_file(), "a ledger campaign (no findings.json)") as tmp:
+            body = run_campaign(tmp, base)
+    except _Refused as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"{'arm':<16} {'reads':>9} {'corrupted':>9} {'acc_pm':>6} {'evictions':>9} {'reuses':>6} {'hits':>5}  gate")
+    for name, arm in body["arms"].items():
+        g = arm["registered"]
+        print(f"{name:<16} {arm['reads']:>9} {arm['corrupted_reads']:>9} {arm['acc_pm']:>6} {g['evictions']:>9} "
+              f"{g['reuses']:>6} {g['prefix_hits']:>5}  {'pass' if arm['gate_passed'] else 'FAIL ' + ','.join(arm['gate_failed'])}")
+    for f in body["findings"]:
+        tail = f"effect {f['effect_pm']:+d} per mille" if f["verdict"] == "accepted" else f["reason"]
+        print(f"{f['verdict'].upper():<8} {f['comparison']}: {f['claim']} ({f['a']} vs {f['b']}"
+              f"{', mediators ' + '+'.join(f['mediators']) if f['mediators'] else ''}): {tail}")
+    print(f"findings: {out / FINDINGS_FILE}")
+    return EXIT_OK
+
+
+def _cmd_sentinel(a: argparse.Namespace) -> int:
+    import tempfile
+
+    from witprobe.ledger.sentinel import corruption_trials, detection_rounds, latency_agreement
+    from witprobe.ledger.simulate import SimConfig, load_trace, serve
+
+    cfg = SimConfig(trace=a.trace, decode_steps=a.decode_steps, workers=2)
+    try:
+        cfg.validate()
+        if a.trials < 1 or a.draws < 1 or a.corrupt < 1 or not 0 < a.alpha < 1 or not 0 < a.delta < 1:
+            raise ValueError("--trials, --draws and --corrupt must be positive; --alpha and --delta in (0, 1)")
+        load_trace(cfg.trace)
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    with tempfile.TemporaryDirectory(prefix="witprobe-sentinel-") as tmp:
+        eng, _ = serve(cfg, Path(tmp))
+    rec = eng.record
+    assert rec is not None
+    M = len(rec.blocks)
+    if a.corrupt > M:
+        print(f"error: --corrupt {a.corrupt} exceeds the pool's {M} blocks", file=sys.stderr)
+        return EXIT_USAGE
+    clean = [b for b in rec.blocks if not rec.matches(b)]
+    if clean:
+        print(f"error: the writer's record disagrees with {len(clean)} blocks before any corruption", file=sys.stderr)
+        return EXIT_FAIL
+    n = detection_rounds(M, a.corrupt, a.draws, a.delta)
+    lat = corruption_trials(rec, eng.overwrite_block, a.corrupt, a.draws, a.trials, a.seed, max_rounds=50 * n)
+    res = latency_agreement(lat, M, a.corrupt, a.draws, a.delta, a.alpha)
+    body = {**res.as_dict(), "pool": {"blocks": M, "families": sorted({f for f, _ in rec.blocks})},
+            "command": "python -m witprobe.ledger " + " ".join(sys.argv[1:])}
+    text = json.dumps(body, indent=1)
+    print(text)
+    if a.out is not None:
+        tmp_out = a.out.with_name(a.out.name + ".tmp")
+        tmp_out.write_text(text + "\n")
+        tmp_out.replace(a.out)
+    print(f"sentinel: {'agrees' if res.agrees else 'DISAGREES'} with n(delta) = {n} "
+          f"({res.detected_within_n:.4f} detected within n(delta), at least {res.min_detected_within_n:.4f} required)",
+          file=sys.stderr)
+    return EXIT_OK if res.agrees else EXIT_FAIL
 
 
 def _cmd_gate(a: argparse.Namespace) -> int:
@@ -115,9 +268,14 @@ def _cmd_gate(a: argparse.Namespace) -> int:
     if not a.dir.is_dir():
         print(f"error: {a.dir} is not a directory", file=sys.stderr)
         return EXIT_USAGE
+    if (a.dir / "manifest.json").is_file():  # present but unreadable is bad input (exit 2); absent is a gate fail
+        read_json_object(a.dir / "manifest.json")
     rep = run_gate(a.dir)
     print(json.dumps(rep.as_dict(), indent=1, default=str))
     return EXIT_OK if rep.passed else EXIT_FAIL
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def _cmd_verify(a: argparse.Namespace) -> int:
@@ -126,11 +284,18 @@ def _cmd_verify(a: argparse.Namespace) -> int:
     if not a.journal.is_file():
         print(f"error: {a.journal}: no such file", file=sys.stderr)
         return EXIT_USAGE
+    with open(a.journal, "rb") as f:
+        if f.read(len(_SQLITE_MAGIC)) != _SQLITE_MAGIC:  # not a journal at all: bad input, not a bad record
+            raise InputError(a.journal, "", "not a witprobe journal (no SQLite header)")
     res = verify(a.journal)
     print(json.dumps(res.as_dict(), indent=1))
-    if res.ok:
+    if res.status == "ok":
         print(f"verify: ok ({res.n_records} records, head {res.head[:16]})", file=sys.stderr)
         return EXIT_OK
+    if res.status == "unclosed":
+        print(f"verify: unclosed ({res.n_records} records valid, no close record: the writer did not shut down)",
+              file=sys.stderr)
+        return EXIT_FAIL
     print(f"verify: first bad record {res.first_bad}: {res.reason}", file=sys.stderr)
     return EXIT_FAIL
 
@@ -175,16 +340,15 @@ def _cmd_reads(a: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_live(a: argparse.Namespace) -> int:
+    from witprobe.serving.live import run
+
+    return run(a)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     handler = {"simulate": _cmd_simulate, "gate": _cmd_gate, "verify": _cmd_verify, "replay": _cmd_replay,
-               "record": _cmd_record, "reads": _cmd_reads}[args.command]
-    try:
-        return handler(args)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return EXIT_INTERNAL
-    except Exception:  # noqa: BLE001 - exit code contract says 4
-        traceback.print_exc()
-        print("internal error (exit 4)", file=sys.stderr)
-        return EXIT_INTERNAL
+               "record": _cmd_record, "reads": _cmd_reads, "live": _cmd_live,
+               "sentinel": _cmd_sentinel, "campaign": _cmd_campaign}[args.command]
+    return run_handler(handler, args, "witprobe.ledger")

@@ -13,6 +13,13 @@ delta_e``. The alarm fires when ``log M >= ln(1/delta_e)`` (``ln 100 = 4.60517``
 
 Values are float64 *readings* (the decision is the crossing); ``log_m_max`` is the maximum over
 post-update values and is ``None`` until the first factor (a missing reading, never 0).
+
+**Journal summaries.** One write event's factors are journaled as :class:`FactorSummary`
+``(n, sum, prefix_max)`` of their running sum ``cumsum(log g)``. Folding a summary
+(:meth:`EProcess.add_summary`) reproduces :meth:`EProcess.add` bit for bit: the path is
+``log_M + cumsum``, and ``fl(a + x)`` is monotone in ``x``, so its maximum is
+``fl(log_M + prefix_max)`` and its end ``fl(log_M + sum)``. The gate re-derives every e-process
+from the journal this way, in journal order.
 """
 
 from __future__ import annotations
@@ -35,6 +42,23 @@ def log_factors(w: np.ndarray, m: np.ndarray, c: np.ndarray, kappa: float = KAPP
         raise ValueError("e-process factors need C > 0 (entries without randomness give no factor)")
     lam = 4.0 * kappa / np.sqrt(c)
     return lam * (np.asarray(w, np.float64) - np.asarray(m, np.float64)) - lam * lam * c / 8.0
+
+
+@dataclass(frozen=True)
+class FactorSummary:
+    """One event's factors: count, ``cumsum(log g)[-1]`` and ``max(cumsum(log g))`` (``None`` if n = 0)."""
+
+    n: int
+    total: float | None
+    prefix_max: float | None
+
+    @classmethod
+    def of(cls, log_g: np.ndarray) -> "FactorSummary":
+        log_g = np.asarray(log_g, dtype=np.float64).ravel()
+        if log_g.size == 0:
+            return cls(0, None, None)
+        cs = np.cumsum(log_g)
+        return cls(int(log_g.size), float(cs[-1]), float(cs.max()))
 
 
 @dataclass
@@ -73,6 +97,20 @@ class EProcess:
                     self.first_cross_factor = self.n_factors + int(hit[0]) + 1
             self.log_m = float(path[-1])
             self.n_factors += int(log_g.size)
+
+    def add_summary(self, s: FactorSummary) -> None:
+        """Fold one event from its :class:`FactorSummary` (equal to :meth:`add` of its factors)."""
+        if s.n == 0:
+            return
+        if s.total is None or s.prefix_max is None or not (math.isfinite(s.total) and math.isfinite(s.prefix_max)):
+            raise ValueError("e-process summary of a nonempty event needs finite sum and prefix maximum")
+        with self._lock:
+            top = self.log_m + s.prefix_max
+            self.log_m_max = top if self.log_m_max is None else max(self.log_m_max, top)
+            if not self.crossed and top >= self.threshold:
+                self.crossed = True  # the factor index inside the event is not journaled
+            self.log_m = self.log_m + s.total
+            self.n_factors += s.n
 
     def record(self) -> dict[str, Any]:
         return {

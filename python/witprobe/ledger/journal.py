@@ -146,9 +146,16 @@ class VerifyResult:
     notes: list[str] = field(default_factory=list)
     totals: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def status(self) -> str:
+        """``ok`` (valid and closed), ``unclosed`` (valid, no close record) or ``bad``."""
+        return "bad" if not self.ok else ("ok" if self.closed else "unclosed")
+
     def as_dict(self) -> dict[str, Any]:
         return {
-            "ok": self.ok, "n_records": self.n_records, "first_bad": self.first_bad, "reason": self.reason,
+            "status": self.status,
+            "ok": self.status == "ok",
+            "valid": self.ok, "n_records": self.n_records, "first_bad": self.first_bad, "reason": self.reason,
             "head": self.head, "closed": self.closed, "notes": self.notes, "totals": self.totals,
         }
 

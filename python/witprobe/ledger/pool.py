@@ -68,6 +68,7 @@ class Family:
     scale_exp: np.ndarray = field(init=False)
     refcount: np.ndarray = field(init=False)
     n_evictions: int = 0
+    n_reuses: int = 0  # allocations of a page that held data before (free-list or evicted)
     n_prefix_hits: int = 0
     n_prefix_stale_dropped: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -103,8 +104,10 @@ class Family:
                 else:
                     page, _h = self._cached.popitem(last=False)
                     self.n_evictions += 1
-                if self._ever_used[page] and self.invalidate_on_reuse:
-                    self.slots.invalidate(self.page_slots(page))
+                if self._ever_used[page]:
+                    self.n_reuses += 1
+                    if self.invalidate_on_reuse:
+                        self.slots.invalidate(self.page_slots(page))
                 self._ever_used[page] = True
                 self.refcount[page] = 1
                 out.append(page)
@@ -158,7 +161,7 @@ class Family:
             return {
                 "n_pages": self.n_pages, "page_size": self.page_size, "free": len(self._free),
                 "cached": len(self._cached), "in_use": int((self.refcount > 0).sum()),
-                "evictions": self.n_evictions, "prefix_hits": self.n_prefix_hits,
+                "evictions": self.n_evictions, "reuses": self.n_reuses, "prefix_hits": self.n_prefix_hits,
                 "prefix_stale_dropped": self.n_prefix_stale_dropped,
             }
 

@@ -10,8 +10,24 @@ entry alone falls back to an exact read (``delta = 0``; paper 5.2). For each thr
 - per-step bound ``TV_step <= (exp(2 qn W_thr) - 1) / 2``, worst over steps (``qn_max``);
 - page-in of the fallbacks (entry bytes times fallback reads) and the median per-request retention.
 
-Traces are columnar Parquet (``request, layer, head, step, witness, qn``), replayed in record
-batches with numpy (one ``searchsorted`` and ``bincount`` per batch).
+Traces are columnar Parquet (``request, layer, head, step, witness, qn``), read one row group at
+a time. Every read row is decoded and counted; nothing is taken from Parquet statistics.
+
+**The sweep** (:func:`replay`). For float16 witnesses (what :func:`expand_reads` writes) the
+retention of every threshold comes from one histogram of the witnesses' 16-bit patterns: for
+``W >= 0`` the order of the bit patterns is the order of the values, so ``W <= W_thr`` iff
+``bits(W) <= bits(h)`` with ``h`` the largest float16 ``<= W_thr``, and the retained count is a
+prefix sum of the histogram at ``bits(h)``. Cost per read: one ``bincount`` increment; the
+thresholds cost nothing per read. ``qn_max`` is the maximum bit pattern of ``qn`` (nonnegative,
+same order). A negative or NaN witness or ``qn`` is refused (:class:`TraceError`). Other witness
+dtypes take the reference path (float32 ``searchsorted``, thresholds rounded down to float32).
+
+:func:`replay_reference` is the former per-batch ``searchsorted`` replay, kept as the oracle
+that tests hold :func:`replay` equal to (every count, ``qn_max`` and median). Speed is measured
+in ``bench/ledger_replay.py`` only.
+
+:func:`expand_reads` writes PLAIN-encoded columns (no dictionary) with zstd level 1: dictionary
+decoding of float16 was the replay's bottleneck, and the file is also half the size.
 """
 
 from __future__ import annotations
@@ -52,7 +68,7 @@ def expand_reads(trace_dir: Path, out: Path, n_decode: int | None = None) -> dic
     order = np.lexsort((col["position"], col["head"], col["layer"], col["request"]))
     col = {k: v[order] for k, v in col.items()}
     bounds = np.searchsorted(col["request"], np.arange(col["request"].max() + 2))
-    with pq.ParquetWriter(tmp, schema, compression="zstd") as w:
+    with pq.ParquetWriter(tmp, schema, compression="zstd", compression_level=1, use_dictionary=False) as w:
         for r in range(len(bounds) - 1):
             sl = slice(bounds[r], bounds[r + 1])
             L = int(man["prompt_lengths"][r])
@@ -117,9 +133,8 @@ class SweepResult:
                 "note": "every certificate is deterministic (W_entry <= W_thr), so the replay spends no budget"}
 
 
-def replay(path: Path, thresholds: tuple[float, ...] = THRESHOLDS, *, entry_bytes: int = 64,
-           progress: bool = False, batch_rows: int = 1 << 21) -> SweepResult:
-    """Replay an entry-read Parquet trace (see the module docstring)."""
+def _open(path: Path, thresholds: tuple[float, ...]):
+    """Validate the trace and thresholds; returns the ParquetFile and the sorted thresholds."""
     import pyarrow.parquet as pq
 
     if not Path(path).is_file():
@@ -131,15 +146,104 @@ def replay(path: Path, thresholds: tuple[float, ...] = THRESHOLDS, *, entry_byte
     missing = {"request", "witness", "qn"} - set(pf.schema_arrow.names)
     if missing:
         raise TraceError(f"{path}: missing columns {sorted(missing)} (expected {', '.join(READ_COLUMNS)})")
-    total = pf.metadata.num_rows
-    th32 = th.astype(np.float32)  # rounded down, so that W <= th32 implies W <= W_thr
+    return pf, th
+
+
+def _float32_floor(th: np.ndarray) -> np.ndarray:
+    """Each threshold rounded down to float32, so that ``W <= th32`` implies ``W <= W_thr``."""
+    th32 = th.astype(np.float32)
     over = th32.astype(np.float64) > th
     th32[over] = np.nextafter(th32[over], np.float32(-np.inf))
+    return th32
+
+
+def _float16_floor_bits(th: np.ndarray) -> np.ndarray:
+    """Bit pattern of the largest float16 ``<= W_thr`` for each (nonnegative) threshold."""
+    h = np.minimum(th, float(np.finfo(np.float16).max)).astype(np.float16)
+    over = h.astype(np.float64) > th
+    h[over] = np.nextafter(h[over], np.float16(-np.inf))
+    return h.view(np.uint16).astype(np.int64)
+
+
+def _result(th: np.ndarray, counts: np.ndarray, per_req: dict[int, np.ndarray], qn_max: float, entry_bytes: int,
+            wall: float) -> SweepResult:
+    """Bucket counts (bucket k: ``th[k-1] < W <= th[k]``, last: above all) to a :class:`SweepResult`."""
+    retained = np.cumsum(counts)[: th.size]
+    med = []
+    for k in range(th.size):
+        vals = [np.cumsum(c)[k] / c.sum() for c in per_req.values()]
+        med.append(float(np.median(vals)) if vals else float("nan"))
+    return SweepResult(th.tolist(), int(counts.sum()), [int(x) for x in retained], qn_max, med, entry_bytes, wall)
+
+
+_F16_INF = 0x7C00  # bit patterns above are NaN or carry the sign bit (negative, or -0.0 = 0x8000)
+_F16_NEG_ZERO = 0x8000
+
+
+def replay(path: Path, thresholds: tuple[float, ...] = THRESHOLDS, *, entry_bytes: int = 64,
+           progress: bool = False) -> SweepResult:
+    """Replay an entry-read Parquet trace with the histogram sweep (see the module docstring)."""
+    import pyarrow as pa
+
+    pf, th = _open(path, thresholds)
+    if pf.schema_arrow.field("witness").type != pa.float16() or pf.schema_arrow.field("qn").type != pa.float16():
+        return replay_reference(path, thresholds, entry_bytes=entry_bytes, progress=progress)
+    tbits = _float16_floor_bits(th)
+    counts = np.zeros(th.size + 1, np.int64)
+    per_req: dict[int, np.ndarray] = {}
+    qn_bits = 0
+    done = 0
+    bar = _Bar(pf.metadata.num_rows, progress)
+    t0 = time.perf_counter()
+    for g in range(pf.metadata.num_row_groups):
+        t = pf.read_row_group(g, columns=["request", "witness", "qn"], use_threads=False)
+        req = t.column(0).to_numpy()
+        w = t.column(1).to_numpy().view(np.uint16)
+        q = t.column(2).to_numpy().view(np.uint16)
+        n = len(w)
+        if n == 0:
+            continue
+        qb = int(q.max())
+        if qb > _F16_INF:
+            raise TraceError(f"{path}: negative or NaN qn in rows {done}..{done + n}")
+        qn_bits = max(qn_bits, qb)
+        r0, r1 = int(req.min()), int(req.max())
+        if r0 == r1:
+            groups = [(r0, w)]
+        else:  # several requests in this row group: one slice per request
+            order = np.argsort(req, kind="stable")
+            rs, ws = req[order], w[order]
+            cuts = np.flatnonzero(np.diff(rs)) + 1
+            groups = [(int(rs[a]), ws[a:b]) for a, b in zip(np.r_[0, cuts], np.r_[cuts, n])]
+        for r, wr in groups:
+            hist = np.bincount(wr, minlength=1 << 16)
+            hist[0] += hist[_F16_NEG_ZERO]
+            hist[_F16_NEG_ZERO] = 0
+            if hist[_F16_INF + 1:].any():
+                raise TraceError(f"{path}: negative or NaN witness in rows {done}..{done + n}")
+            cum = np.cumsum(hist[: _F16_INF + 1])[tbits]
+            c = np.diff(cum, prepend=0)
+            c = np.append(c, wr.size - cum[-1])
+            counts += c
+            per_req[r] = per_req[r] + c if r in per_req else c
+        done += n
+        bar.update(done)
+    wall = time.perf_counter() - t0
+    bar.close()
+    qn_max = float(np.uint16(qn_bits).view(np.float16))
+    return _result(th, counts, per_req, qn_max, entry_bytes, wall)
+
+
+def replay_reference(path: Path, thresholds: tuple[float, ...] = THRESHOLDS, *, entry_bytes: int = 64,
+                     progress: bool = False, batch_rows: int = 1 << 21) -> SweepResult:
+    """The reference replay: float32 ``searchsorted`` per record batch (the oracle for :func:`replay`)."""
+    pf, th = _open(path, thresholds)
+    th32 = _float32_floor(th)
     counts = np.zeros(th.size + 1, np.int64)
     per_req: dict[int, np.ndarray] = {}
     qn_max = 0.0
     done = 0
-    bar = _Bar(total, progress)
+    bar = _Bar(pf.metadata.num_rows, progress)
     t0 = time.perf_counter()
     for rb in pf.iter_batches(batch_size=batch_rows, columns=["request", "witness", "qn"]):
         w = rb.column(1).to_numpy(zero_copy_only=False).astype(np.float32)
@@ -160,12 +264,7 @@ def replay(path: Path, thresholds: tuple[float, ...] = THRESHOLDS, *, entry_byte
         bar.update(done)
     wall = time.perf_counter() - t0
     bar.close()
-    retained = np.cumsum(counts)[: th.size]
-    med = []
-    for k in range(th.size):
-        vals = [np.cumsum(c)[k] / c.sum() for c in per_req.values()]
-        med.append(float(np.median(vals)) if vals else float("nan"))
-    return SweepResult(th.tolist(), int(counts.sum()), [int(x) for x in retained], qn_max, med, entry_bytes, wall)
+    return _result(th, counts, per_req, qn_max, entry_bytes, wall)
 
 
 class _Bar:

@@ -8,6 +8,10 @@ rank, every rank draws the same bits, and the write-side fields of every account
 field for field; ``delta`` is then spent once per logical event. After the run the ranks exchange
 those fields with ``all_gather_object`` and rank 0 writes ``coupling.json``. Read-side counts are
 per-rank shards and are not compared.
+
+The rendezvous is a ``file://`` store inside the (absolute) output directory: a relative path in a
+``file://`` URL would be read as a host name and every run would share one file at the root,
+where a stale one from an earlier run blocks the rendezvous until gloo times out.
 """
 
 from __future__ import annotations
@@ -16,12 +20,14 @@ import json
 import os
 import secrets
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from witprobe.ledger.accounts import WRITE_KEYS
 
 COUPLING_FILE = "coupling.json"
+RENDEZVOUS_TIMEOUT_S = 300
 
 
 def _fields(snap: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -46,13 +52,17 @@ def compare(tables: list[dict[str, dict[str, Any]]]) -> list[str]:
 
 
 def _worker(rank: int, world: int, cfg: Any, out: str, init_file: str, progress: bool) -> None:
+    import signal
+
     import torch
     import torch.distributed as dist
 
     from witprobe.ledger.simulate import run_rank
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles an interrupt and terminates the ranks
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    dist.init_process_group("gloo", init_method=Path(init_file).absolute().as_uri(), rank=rank, world_size=world,
+                            timeout=timedelta(seconds=RENDEZVOUS_TIMEOUT_S))
     try:
         box = [cfg.nonce if cfg.nonce is not None else secrets.randbits(32)] if rank == 0 else [None]
         dist.broadcast_object_list(box, src=0)
@@ -72,16 +82,29 @@ def _worker(rank: int, world: int, cfg: Any, out: str, init_file: str, progress:
 
 
 def run_replicas(cfg: Any, out: Path, progress: bool = False) -> None:
-    """Spawn ``cfg.ranks`` processes, each serving the full trace; rank 0 writes ``coupling.json``."""
+    """Spawn ``cfg.ranks`` processes, each serving the full trace; rank 0 writes ``coupling.json``.
+
+    On an interrupt (or any failure) every rank process is terminated before this returns, so
+    nothing keeps writing into ``out`` afterwards.
+    """
     import torch.multiprocessing as mp
 
+    out = Path(out).absolute()
     out.mkdir(parents=True, exist_ok=True)
     init_file = out / ".dist_init"
     if init_file.exists():
         init_file.unlink()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    ctx = mp.start_processes(_worker, args=(cfg.ranks, cfg, str(out), str(init_file), progress), nprocs=cfg.ranks,
+                             join=False, start_method="spawn")
     try:
-        mp.spawn(_worker, args=(cfg.ranks, cfg, str(out), str(init_file), progress), nprocs=cfg.ranks, join=True)
+        while not ctx.join():
+            pass
     finally:
+        for proc in ctx.processes:
+            if proc.is_alive():
+                proc.terminate()
+        for proc in ctx.processes:
+            proc.join()
         if init_file.exists():
             init_file.unlink()

@@ -17,7 +17,11 @@ does, with ``workers`` threads executing batches concurrently over one :class:`P
   against the slot table (state, generation, owner) and served bytes re-audited;
 - every write event and read summary is appended to the journal; account records at the end.
 
-Outputs in ``out``: ``ledger.rank{r}.json``, ``journal.rank{r}.sqlite``, ``manifest.json``.
+Outputs in ``out``: ``journal.rank{r}.sqlite`` (the primary record; its record kinds are the
+contract listed in :mod:`witprobe.ledger.gate`), ``ledger.rank{r}.json`` (a cache of what the
+journal says, which the gate compares against it) and ``manifest.json`` (what was submitted).
+The global e-process is folded in journal order (under the engine's journal lock), so the gate
+re-derives it from the journal exactly.
 """
 
 from __future__ import annotations
@@ -38,10 +42,12 @@ import torch
 from witprobe.calculus.rounding import fraction_text
 from witprobe.ledger.accounts import AccountBook, emitted_metrics
 from witprobe.ledger.certificates import tv_step_bound
+from witprobe.ledger.eprocess import DELTA_E, KAPPA
 from witprobe.ledger.identity import WARMUP_UID, IdentityTracker, Row, attribute
 from witprobe.ledger.journal import Journal
 from witprobe.ledger.owner import OwnerLedger
 from witprobe.ledger.pool import FamilySpec, PagedPool, prefix_hashes
+from witprobe.ledger.sentinel import BlockId, BlockRecord
 from witprobe.ledger.slots import ReadTally
 from witprobe.ledger.trace import FAMILIES, WRITES_FILE, TraceError, load_manifest
 from witprobe.ledger.writer import CertifiedWriter, WriterConfig
@@ -74,6 +80,8 @@ class SimConfig:
     seed: int = 0
     synchronous: str = "NORMAL"
     ledger: bool = True  # False: the baseline for overhead ratios (exact writes, no checks, no journal events)
+    max_active: int = 0  # requests in flight at once (0: all admitted together); admission in order
+    pool_extra_tokens: int = 0  # pool capacity beyond the users' need; warmup fills only the base capacity
 
     def validate(self) -> None:
         if self.fault not in FAULTS:
@@ -82,6 +90,8 @@ class SimConfig:
             raise ValueError("accounts, workers and ranks must be positive")
         if self.prefill_chunk < 1 or self.max_rows < 1:
             raise ValueError("prefill_chunk and max_rows must be positive")
+        if self.max_active < 0 or self.pool_extra_tokens < 0:
+            raise ValueError("max_active and pool_extra_tokens must be nonnegative")
         for name in FAMILIES:
             for what, d in (("auth_thr", self.auth_thr), ("read_thr", self.read_thr), ("page_size", self.page_size)):
                 if name not in d:
@@ -196,27 +206,49 @@ class Engine:
             for fam in FAMILIES
         }
         self.journal = Journal(out / f"journal.rank{rank}.sqlite", synchronous=cfg.synchronous, header={
-            "delta_req": fraction_text(cfg.delta_req), "rank": rank, "nonce": cfg.nonce, "config": cfg.as_dict()})
+            "delta_req": fraction_text(cfg.delta_req), "rank": rank, "nonce": cfg.nonce, "config": cfg.as_dict(),
+            "eprocess": {"kappa": KAPPA, "delta_e": DELTA_E}})
         self.pool: PagedPool | None = None
+        self.record: BlockRecord | None = None  # the writer's per-block digests (the sampling sentinel's reference)
         self.lut = torch.arange(256, dtype=torch.uint8).view(torch.float8_e4m3fn).to(torch.float64).numpy()
         self.lut[np.isnan(self.lut)] = 0.0
         self.batch_rows: list[int] = []
         self.n_read_checks = 0
         self.n_write_events = 0
         self._lock = threading.Lock()
+        self._journal_lock = threading.Lock()  # global e-process fold + journal append, in one order
         self.book.open(WARMUP_UID, "warmup", None)
+        self.journal.append("account_open", {"rank": rank, "uid": WARMUP_UID, "rid": None, "kind": "warmup"})
 
     # --- pool geometry and allocation (scheduler thread) ---------------------------------------
     def build_pool(self, users: list[Request]) -> None:
         n_pages = {}
         lcm = int(np.lcm.reduce([self.cfg.page_size[f] for f in FAMILIES]))
         tokens = sum(-(-u.length // lcm) * lcm for u in users) + 2 * lcm  # equal token capacity per family
+        self.warmup_tokens = tokens
+        tokens += -(-self.cfg.pool_extra_tokens // lcm) * lcm
         for fam in FAMILIES:
             n_pages[fam] = tokens // self.cfg.page_size[fam]
         self.pool = PagedPool([FamilySpec(f, self.cfg.page_size[f]) for f in FAMILIES], n_pages, self.n_ns,
                               int(self.meta["head_dim"]),
                               invalidate_on_reuse=self.cfg.fault != "no-reuse-invalidation",
                               collide_families=self.cfg.fault == "family-collision")
+        self.journal.append("pool", {
+            "rank": self.rank, "namespaces_disjoint": self.pool.namespaces_disjoint(),
+            "invalidate_on_reuse": self.pool.invalidate_on_reuse,
+            "families": {f: {"page_size": self.cfg.page_size[f], "n_pages": n_pages[f]} for f in FAMILIES}})
+        if self.cfg.ledger:
+            self.record = BlockRecord([(f, pg) for f in FAMILIES for pg in range(n_pages[f])], self.block_bytes)
+
+    def block_bytes(self, block: BlockId) -> np.ndarray:
+        """The served bytes of one block (page) over all namespaces: a view ``(ns, page_size, D)``."""
+        assert self.pool is not None
+        F = self.pool.families[block[0]]
+        return F.served[:, block[1] * F.page_size:(block[1] + 1) * F.page_size]
+
+    def overwrite_block(self, block: BlockId, data: np.ndarray) -> None:
+        """Store raw bytes into a block *without* the writer (no record update): a fault injector."""
+        self.block_bytes(block)[...] = data
 
     def admit(self, req: Request) -> None:
         """Prefix lookup (both families must agree on a hit length), then prompt pages."""
@@ -281,11 +313,14 @@ class Engine:
         rows = [Row(rid=r.rid, mode="extend" if s < r.prompt_len else "decode", n_tokens=e - s, seq_len=e,
                     position=i, warmup=r.warmup) for i, (r, s, e) in enumerate(batch)]
         row_uids = [self.identity.row_uid(row) for row in rows]
+        n_fallback = sum(1 for row in rows if row.rid is None and not row.warmup)  # IdentityTracker's fallback rule
+        if n_fallback:
+            self.journal.append("identity_fallback", {"rank": self.rank, "n_rows": n_fallback})
         for (req, _s, _e), uid in zip(batch, row_uids):
             if uid is not None:
                 if uid not in self.book.accounts:
                     self.book.open(uid, "user", req.rid)
-                    self.journal.append("account_open", {"rank": self.rank, "uid": uid, "rid": req.rid})
+                    self.journal.append("account_open", {"rank": self.rank, "uid": uid, "rid": req.rid, "kind": "user"})
                 req.uid = uid
         n_tok = sum(e - s for _, s, e in batch)
         plan_tokens = n_tok + (1 if self.cfg.fault == "drop-plan" and batch_id % 7 == 3 else 0)
@@ -323,7 +358,8 @@ class Engine:
         ns = li * H + np.tile(np.arange(H), n_tok)
         slot_e = np.repeat(slots, H)
         owners_by_tok = np.concatenate([np.full(e - s, r.uid if r.uid is not None else -1) for r, s, e in batch])
-        records = []
+        records: list[tuple[str, dict[str, Any]]] = []
+        folds = []
         if tok_uid is None:  # fail closed: exact bytes, no spend, counted
             self.identity.fail_closed(int(codes.shape[0]))
             self._store(F, ns, slot_e, codes, codes, sexp)
@@ -334,7 +370,7 @@ class Engine:
                 F.slots.write(ns[m], slot_e[m], int(own), state[m], zero[m], zero[m], -1)
             records.append(("fail_closed", {"rank": self.rank, "family": fam, "layer": self.layers[li], "n_entries": int(codes.shape[0])}))
             self._refresh_handles(batch, fam, li)
-            self.journal.append_many(records)
+            self._commit(records, [])
             return
         writer = self.writers[fam]
         prep = writer.prepare(torch.from_numpy(codes), torch.from_numpy(sexp.astype(np.int64)))
@@ -344,7 +380,9 @@ class Engine:
             acc = self.book.get(uid)
             # the "layer" part of the RNG key (nonce, uid, layer, counter) is layer * families + family,
             # so the key and value events of one layer draw from distinct streams
-            out = writer.write_event(self.book, acc, self.layers[li] * len(FAMILIES) + FAMILIES.index(fam), prep, idx)
+            out = writer.write_event(self.book, acc, self.layers[li] * len(FAMILIES) + FAMILIES.index(fam), prep, idx,
+                                     fold_global=False)
+            folds.append(out.factors)
             with self._lock:
                 self.n_write_events += 1
                 wid = self.n_write_events
@@ -357,15 +395,26 @@ class Engine:
                 "rank": self.rank, "uid": uid, "family": fam, "layer": self.layers[li], "write_id": wid,
                 "counter": out.counter, "delta": fraction_text(out.delta), "spent": fraction_text(acc.budget.spent),
                 "n_entries": int(idx.size), "n_authorized": out.n_authorized, "n_violations": out.n_violations,
-                "n_live_rewritten": n_live,
+                "n_live_rewritten": n_live, "n_no_randomness": out.n_no_randomness,
+                "ep_n": out.factors.n, "ep_sum": out.factors.total, "ep_max": out.factors.prefix_max,
             }))
         self._refresh_handles(batch, fam, li)
-        self.journal.append_many(records)
+        self._commit(records, folds)
+
+    def _commit(self, records: list[tuple[str, dict[str, Any]]], folds: list) -> None:
+        """Append records and fold their e-process summaries into the global process, in one order."""
+        with self._journal_lock:
+            for f in folds:
+                self.book.global_eprocess.add_summary(f)
+            self.journal.append_many(records)
 
     def _store(self, F, ns, slots, served, exact, sexp) -> None:
         F.served[ns, slots] = served
         F.exact[ns, slots] = exact
         F.scale_exp[ns, slots] = sexp
+        if self.record is not None:
+            for page in np.unique(np.asarray(slots) // F.page_size).tolist():
+                self.record.commit((F.spec.name, page))
 
     def _refresh_handles(self, batch, fam: str, li: int) -> None:
         """The writer's own handles take the generation its write left (owner = itself)."""
@@ -467,7 +516,7 @@ def _warmups(users: list[Request], recs: list[RecordedRequest], eng: Engine) -> 
     assert eng.pool is not None
     fams = list(eng.pool.families.values())
     lcm = int(np.lcm.reduce([F.page_size for F in fams]))
-    cap = min(F.n_pages * F.page_size for F in fams)
+    cap = eng.warmup_tokens  # the base capacity (extra capacity stays free)
     first = users[0].prompt_len
     out = [Request(rid=None, rec=users[0].rec, length=first, prompt_len=first, salt=0, warmup=True)]
     total, k = -(-first // lcm) * lcm, 0
@@ -482,6 +531,11 @@ def _warmups(users: list[Request], recs: list[RecordedRequest], eng: Engine) -> 
 
 def run_rank(cfg: SimConfig, out: Path, rank: int = 0, progress: bool = False) -> dict[str, Any]:
     """Serve the trace on one replica with ``cfg.workers`` threads; write ledger + journal files."""
+    return serve(cfg, out, rank, progress)[1]
+
+
+def serve(cfg: SimConfig, out: Path, rank: int = 0, progress: bool = False) -> tuple[Engine, dict[str, Any]]:
+    """:func:`run_rank`, also returning the engine (its pool and block record stay usable)."""
     cfg.validate()
     # tensors here are small (one event at a time) and workers are threads: intra-op parallelism
     # only adds OpenMP barrier waits (milliseconds per op on a shared machine)
@@ -504,11 +558,19 @@ def run_rank(cfg: SimConfig, out: Path, rank: int = 0, progress: bool = False) -
         _cache_own_pages(eng, w)
         eng.finish(w)
     t_warm = time.perf_counter() - t0
-    # users: admitted together, the repeated prompt (users[0]) last
-    for u in users[1:] + users[:1]:
-        eng.admit(u)
+    # users: admitted in order, the repeated prompt (users[0]) last; all together unless max_active
+    queue = users[1:] + users[:1]
+    if not cfg.max_active:
+        for u in queue:
+            eng.admit(u)
+        queue, ready = [], list(users)
+    else:
+        ready = []
+        while queue and len(ready) < cfg.max_active:
+            u = queue.pop(0)
+            eng.admit(u)
+            ready.append(u)
     rng = random.Random(cfg.seed * 1000003 + 17)
-    ready = list(users)
     inflight: dict[cf.Future, list[tuple[Request, int, int]]] = {}
     n_batches = 0
     with cf.ThreadPoolExecutor(max_workers=cfg.workers, thread_name_prefix="ledger-worker") as ex:
@@ -539,6 +601,10 @@ def run_rank(cfg: SimConfig, out: Path, rank: int = 0, progress: bool = False) -
                         acc = eng.book.get(r.uid) if r.uid is not None else None
                         if acc is not None:
                             eng.journal.append("account_close", {"rank": rank, **_close_body(acc.record())})
+                        if queue:  # a slot is free: admit the next request
+                            nxt = queue.pop(0)
+                            eng.admit(nxt)
+                            ready.append(nxt)
                     else:
                         ready.append(r)
             if progress:
@@ -547,7 +613,9 @@ def run_rank(cfg: SimConfig, out: Path, rank: int = 0, progress: bool = False) -
     wall = time.perf_counter() - t0
     if progress:
         print(flush=True)
+    eng.journal.append("account_close", {"rank": rank, **_close_body(eng.book.get(WARMUP_UID).record())})
     snap = eng.snapshot()
+    eng.journal.append("pool_stats", {"rank": rank, "families": snap["pool"]["families"]})
     snap["timing"] = {"wall_s": wall, "warmup_s": t_warm, "batches": n_batches,
                       "write_events_per_s": eng.n_write_events / wall, "read_checks_per_s": eng.n_read_checks / wall}
     snap["users"] = [{"rid": u.rid, "uid": u.uid, "prompt_len": u.prompt_len, "length": u.length, "prefix_hit_len": u.hit_len,
@@ -558,7 +626,7 @@ def run_rank(cfg: SimConfig, out: Path, rank: int = 0, progress: bool = False) -
     tmp = out / f"ledger.rank{rank}.json.tmp"
     tmp.write_text(json.dumps(snap, indent=1, sort_keys=True) + "\n")
     tmp.replace(out / f"ledger.rank{rank}.json")
-    return snap
+    return eng, snap
 
 
 def _close_body(rec: dict[str, Any]) -> dict[str, Any]:
@@ -581,8 +649,13 @@ def _cache_own_pages(eng: Engine, r: Request) -> None:
                 tab.page_hashes[page] = (hashes[i], r.uid if r.uid is not None else WARMUP_UID)
 
 
-def write_manifest(cfg: SimConfig, out: Path, meta: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What was submitted: the gate compares the ledger against this, never against itself."""
+def write_manifest(cfg: SimConfig, out: Path, meta: dict[str, Any] | None = None,
+                   require_coupling: bool = True) -> dict[str, Any]:
+    """What was submitted: the gate compares the ledger against this, never against itself.
+
+    ``require_coupling=False`` declares a single-replica run whose coupling is not evaluated
+    (the gate lists it under ``not_evaluated``); ``simulate`` always requires it.
+    """
     man = {
         "tool": "witprobe.ledger simulate",
         "config": cfg.as_dict(),
@@ -590,6 +663,7 @@ def write_manifest(cfg: SimConfig, out: Path, meta: dict[str, Any] | None = None
             "user_requests": [f"req-{i}" for i in range(cfg.accounts)],
             "ranks": cfg.ranks,
             "delta_req": fraction_text(cfg.delta_req),
+            "require_coupling": require_coupling,
         },
         "trace_model": (meta or {}).get("model"),
     }

@@ -17,7 +17,10 @@ For an event of ``n`` entries of account ``a`` whose next budget is ``delta_i``:
    exceeds its radius. ``delta_i`` bounds the probability that any entry of the event is restored
    (union over the ``n`` entries at ``delta_i / n`` each).
 5. **E-process** factors ``log g = 2 z - 0.5`` (``z = (W - m)/sqrt(C)``, ``m = mean + det``) for
-   authorized entries with ``C > 0``, folded into the account's and the global process.
+   authorized entries with ``C > 0``, folded into the account's process and (unless the caller
+   folds it itself, ``fold_global=False``, to keep the global process in journal order) the
+   global one. The outcome carries the event's :class:`~witprobe.ledger.eprocess.FactorSummary`,
+   which is what the journal records.
 
 ``kernel_extra_drop`` is a fault switch for tests: a kernel that masks more mantissa bits than
 the radius was computed for (a misconfigured kernel; its draws are still unbiased on its own,
@@ -37,7 +40,7 @@ import torch
 
 from witprobe.ledger.accounts import Account, AccountBook
 from witprobe.ledger.certificates import Kind, admit, radius_up
-from witprobe.ledger.eprocess import log_factors
+from witprobe.ledger.eprocess import FactorSummary, log_factors
 from witprobe.ledger.slots import SlotState
 from witprobe.memory.counter_rng import stream_key
 from witprobe.memory.stochastic_rounding import (
@@ -102,6 +105,8 @@ class EventOutcome:
     radius: np.ndarray
     n_authorized: int
     n_violations: int
+    factors: FactorSummary = FactorSummary(0, None, None)
+    n_no_randomness: int = 0
 
 
 class CertifiedWriter:
@@ -117,7 +122,8 @@ class CertifiedWriter:
         parts = radius_parts(grid, scale_exp, self.cfg.bands)
         return Prepared(codes, scale_exp, grid, parts.mean.numpy(), parts.det.numpy(), parts.c_sum.numpy())
 
-    def write_event(self, book: AccountBook, acc: Account, layer: int, prep: Prepared, idx: np.ndarray) -> EventOutcome:
+    def write_event(self, book: AccountBook, acc: Account, layer: int, prep: Prepared, idx: np.ndarray,
+                    fold_global: bool = True) -> EventOutcome:
         """Certify the entries ``idx`` of ``prep`` for account ``acc`` (see the module docstring)."""
         n = int(idx.size)
         if n == 0:
@@ -168,11 +174,14 @@ class CertifiedWriter:
                 acc.w_max_compressed = wm if acc.w_max_compressed is None else max(acc.w_max_compressed, wm)
             acc.update_digest(struct.pack("<qq", layer, counter) + served_codes.numpy().tobytes())
             has_c = c_sum[auth] > 0
-            acc.n_factors_skipped_no_randomness += int((~has_c).sum())
+            n_no_rand = int((~has_c).sum())
+            acc.n_factors_skipped_no_randomness += n_no_rand
             lg = log_factors(w[has_c], (mean + det)[auth][has_c], c_sum[auth][has_c])
             acc.eprocess.add(lg)
-        book.global_eprocess.add(lg)
-        return EventOutcome(acc.uid, counter, delta, served, state, witness, radius, n_auth, n_viol)
+        if fold_global:
+            book.global_eprocess.add(lg)
+        summary = FactorSummary.of(lg)
+        return EventOutcome(acc.uid, counter, delta, served, state, witness, radius, n_auth, n_viol, summary, n_no_rand)
 
 
 def _take(g: SRGrid, rows: torch.Tensor) -> SRGrid:

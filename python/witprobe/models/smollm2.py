@@ -73,13 +73,13 @@ def _publish(dst: Path, src: Path, digest: str, fill) -> None:  # noqa: ANN001 -
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _build_cache(src: Path, dst: Path, digest: str) -> None:
-    """Dequantize the GGUF once and write it as safetensors, atomically (temp dir + rename)."""
+def dequantize_gguf(src: Path, dst: Path, digest: str) -> None:
+    """Dequantize a GGUF once and write it (config, safetensors, tokenizer) to ``dst``, atomically."""
     import torch
     import transformers
     from safetensors.torch import save_model
 
-    _progress(f"dequantizing {src.name} (one time, about 20 s; cached in {dst})")
+    _progress(f"dequantizing {src.name} (one time; cached in {dst})")
     tok = transformers.AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name)
     model = transformers.AutoModelForCausalLM.from_pretrained(str(src.parent), gguf_file=src.name, dtype=torch.float32)
 
@@ -154,7 +154,7 @@ def load_smollm2(*, attn_implementation: str = "eager", **_: Any) -> LoadedModel
     digest = gguf_digest(src)
     dst = _model_dir(digest)
     if not (dst / "witprobe-meta.json").is_file():
-        _build_cache(src, dst, digest)
+        dequantize_gguf(src, dst, digest)
     model = transformers.AutoModelForCausalLM.from_pretrained(
         str(dst), dtype=torch.float32, attn_implementation=attn_implementation
     )

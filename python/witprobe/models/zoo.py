@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from witprobe.kinds.base import MEMORY_CLASSES
+
 
 class ModelError(RuntimeError):
     """A model cannot be loaded (the message says what to install or fix)."""
@@ -23,11 +25,10 @@ class LoadedModel:
     model: Any
     tokenizer: Any
     provenance: dict[str, Any] = field(default_factory=dict)
+    family: str = ""  # for a model outside the zoo (a zoo model's family is its ModelSpec's)
+    memory_class: str = ""
 
 
-MEMORY_CLASSES = ("plain_kv", "latent_kv", "sparse_selector", "recurrent_state")
-"""The four memory classes of the paper (section 1): dense KV, latent KV (MLA), learned sparse
-selector, recurrent / linear-attention state."""
 
 
 @dataclass(frozen=True)
@@ -154,10 +155,31 @@ MODELS: dict[str, ModelSpec] = {
 DEFAULT_MODEL = "smollm2"
 
 
+def is_path_ref(name: str) -> bool:
+    """Whether ``--model`` names a path (a local model directory or a GGUF file), not a zoo entry."""
+    from pathlib import Path
+
+    return name not in MODELS and ("/" in name or name.endswith(".gguf") or Path(name).exists())
+
+
+def check_model_ref(name: str) -> None:
+    """Raise :class:`ModelError` unless ``name`` is a zoo name or an existing path (nothing is loaded)."""
+    from pathlib import Path
+
+    if is_path_ref(name):
+        if not Path(name).exists():
+            raise ModelError(f"--model {name}: no such file or directory")
+        return
+    if name not in MODELS:
+        raise ModelError(f"unknown model {name!r}; available: {', '.join(sorted(MODELS))}, "
+                         "or a path to a transformers model directory or a .gguf file")
+
+
 def load_model(name: str, **kw: Any) -> LoadedModel:
-    """Load a registered model by name."""
-    try:
-        spec = MODELS[name]
-    except KeyError:
-        raise ModelError(f"unknown model {name!r}; available: {', '.join(sorted(MODELS))}") from None
-    return spec.loader(**kw)
+    """Load a registered model by name, or a local model directory / GGUF file by path."""
+    check_model_ref(name)
+    if is_path_ref(name):
+        from witprobe.models.local import load_local
+
+        return load_local(name, **kw)
+    return MODELS[name].loader(**kw)

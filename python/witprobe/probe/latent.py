@@ -22,7 +22,7 @@ from witprobe.calculus.float_error import allowance
 from witprobe.memory.codecs import Codec
 from witprobe.probe.meters import ScoreComponent, band_norms, band_witness, score_error, visibility
 from witprobe.probe.meters_latent import effective_query, w_uk_from_kv_b_proj
-from witprobe.probe.witness_cache import ReadInputs, WitnessLayerMixin, WriteRecorder, bands_for
+from witprobe.probe.witness_cache import ReadScores, WitnessLayerMixin, WriteRecorder, bands_for
 
 RECON_REL_TOL = 1e-4
 
@@ -111,7 +111,7 @@ class WitnessLatentLayer(WitnessLayerMixin, DynamicLayer):
         k_rot = k_pe.to(torch.float64).expand(-1, heads, -1, -1)
         return torch.cat([k_nope, k_rot], dim=-1)
 
-    def read_inputs(self, module, query, key, mask, scaling, rows=None, indices=None) -> ReadInputs:
+    def read_scores(self, module, query, key, mask, scaling, rows=None, indices=None) -> ReadScores:
         if self.keys is None or key.shape[2] != self.keys.shape[2]:
             raise ValueError(f"layer {self.layer_idx}: attention read {key.shape[2]} keys, the cache holds "
                              f"{None if self.keys is None else self.keys.shape[2]}")
@@ -144,6 +144,6 @@ class WitnessLatentLayer(WitnessLayerMixin, DynamicLayer):
         c_norm = self.keys[:, 0].to(torch.float64).norm(dim=-1)  # B,T
         err = score_error(q, k_served, scaling) + (allowance(r) * abs(scaling)) * (
             (q_nope_norm * w_f[None, :, None]).unsqueeze(-1) * c_norm[:, None, None, :])
-        return ReadInputs(s_exact, s_served, visibility(mask, s_exact.shape), comps,
+        return ReadScores(s_exact, s_served, visibility(mask, s_exact.shape), comps,
                           score_err=err, width=max(q.shape[-1], r, nope, self.values.shape[-1]),
                           counters={"latent_recon_mismatch": mismatch})

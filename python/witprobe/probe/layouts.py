@@ -1,19 +1,19 @@
 """Which witness layer serves which decoder layer: the memory layout of a model.
 
-The layout is read from the model's configuration (no model code is inspected): an MLA model
-(``kv_lora_rank`` set) caches latents, everything else with attention caches dense K/V. Each kind
-maps to one witness-layer class; adding a memory class is one class plus one line here.
+The layout is read from the model's configuration (no model code is inspected): each layer's
+``layer_types`` entry, the model type and whether the model caches latents (``kv_lora_rank`` set)
+select one registered memory kind (:mod:`witprobe.kinds.registry`), which builds the witness
+layer. Adding a memory kind is one module plus one registry line there, nothing here.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from witprobe.kinds.base import BuildContext, MemoryKind
+from witprobe.kinds.registry import KINDS
 from witprobe.memory.codecs import SEQUENCE, Codec
-from witprobe.probe.latent import WitnessLatentLayer
-from witprobe.probe.recurrent import WitnessRecurrentLayer
-from witprobe.probe.selector import WitnessIndexedLatentLayer
-from witprobe.probe.witness_cache import WitnessCache, WitnessKVLayer, WriteRecorder
+from witprobe.probe.witness_cache import WitnessCache, WriteRecorder
 
 
 class LayoutError(ValueError):
@@ -25,76 +25,52 @@ def text_config(config: Any) -> Any:
     return get(decoder=True) if callable(get) else config
 
 
-KNOWN_LAYER_TYPES = ("full_attention", "indexed_attention", "linear_attention")
-V4_KINDS = {
-    "compressed_sparse_attention": "v4_csa",
-    "heavily_compressed_attention": "v4_hca",
-    "sliding_attention": "v4_sliding",
-}
+def _kinds_for(cfg: Any) -> list[MemoryKind]:
+    """The kinds that may serve a layer of this model: its own (by ``model_type``), else the generic ones."""
+    model_type = getattr(cfg, "model_type", "")
+    own = [k for k in KINDS.values() if model_type in k.model_types]
+    return own or [k for k in KINDS.values() if not k.model_types]
 
 
 def layer_kinds(config: Any) -> list[str]:
-    """The memory class of every decoder layer: ``dense_kv``, ``latent`` or ``latent_indexed``."""
+    """The memory kind (:data:`witprobe.kinds.registry.KINDS`) of every decoder layer of ``config``."""
     cfg = text_config(config)
     n = cfg.num_hidden_layers
     types = getattr(cfg, "layer_types", None) or ["full_attention"] * n
-    if getattr(cfg, "model_type", "") == "deepseek_v4":
-        unknown_v4 = sorted(set(types) - set(V4_KINDS))
-        if unknown_v4:
-            raise LayoutError(f"DeepSeek-V4 layer types {unknown_v4} are not supported")
-        return [V4_KINDS[t] for t in types]
-    unknown = sorted(set(types) - set(KNOWN_LAYER_TYPES))
+    candidates = _kinds_for(cfg)
+    known = {k.layer_type for k in candidates}
+    if "full_attention" in known:
+        known.add("sliding_attention")  # served by the dense kind below, when the cache is not latent
+    unknown = sorted(set(types) - known)
     if unknown:
-        raise LayoutError(f"layer types {unknown} are not supported by the witness cache yet")
+        owner = f"{getattr(cfg, 'model_type', '')} " if candidates and candidates[0].model_types else ""
+        raise LayoutError(f"{owner}layer types {unknown} are not supported by the witness cache yet")
     latent = bool(getattr(cfg, "kv_lora_rank", None))
     kinds = []
     for t in types:
-        if t == "linear_attention":
-            kinds.append("recurrent")
-        elif t == "indexed_attention":
-            if not latent:
-                raise LayoutError("indexed attention without a latent cache is not supported")
-            kinds.append("latent_indexed")
-        else:
-            kinds.append("latent" if latent else "dense_kv")
+        match = [k for k in candidates if k.layer_type == t and k.latent_cache in (None, latent)]
+        if not match and t == "sliding_attention" and not latent:
+            # a sliding-window layer of a dense model: the model's own sliding mask limits what is
+            # read, so the window is metered exactly by the dense witness layer
+            match = [k for k in candidates if k.layer_type == "full_attention" and k.latent_cache in (None, False)]
+        if not match:
+            raise LayoutError(f"{t.replace('_', ' ')} {'with' if latent else 'without'} a latent cache is not supported")
+        kinds.append(match[0].name)
     return kinds
 
 
 def witness_cache_for(config: Any, codec: Codec, bands: int, compress_values: bool,
                       recorder: WriteRecorder, model: Any = None) -> WitnessCache:
-    """A witness cache with one witness layer per decoder layer of ``config``.
+    """A witness cache with one witness layer per decoder layer of ``config``, built by its kind.
 
     DeepSeek-V4 layers also need ``model``: their compressors own the pooling parameters the
     pooling readings are computed from.
     """
     cfg = text_config(config)
-    layers = []
     kinds = layer_kinds(cfg)
     other = sorted({k for k in kinds if k != "dense_kv"})
     if codec.scope == SEQUENCE and other:
         raise LayoutError(f"codec {codec.name} is sequence-level; it applies to dense KV layers only, "
                           f"not to {', '.join(other)}")
-    for i, kind in enumerate(kinds):
-        if kind.startswith("v4_"):
-            from witprobe.probe.v4 import WitnessV4CSALayer, WitnessV4HCALayer, WitnessV4SlidingLayer
-
-            cls = {"v4_csa": WitnessV4CSALayer, "v4_hca": WitnessV4HCALayer, "v4_sliding": WitnessV4SlidingLayer}[kind]
-            layer = cls(i, cfg, codec, bands, recorder)
-            if model is None:
-                raise LayoutError("DeepSeek-V4 witness layers need the model (for the compressors)")
-            layer.bind(getattr(model.model.layers[i].self_attn, "compressor", None))
-            layers.append(layer)
-            continue
-        if kind == "dense_kv":
-            layers.append(WitnessKVLayer(i, codec.for_role("key"), codec.for_role("value") if compress_values else None,
-                                         bands, recorder))
-        elif kind == "recurrent":
-            layers.append(WitnessRecurrentLayer(i, codec, bands, recorder))
-        elif kind == "latent":
-            layers.append(WitnessLatentLayer(i, codec, codec if compress_values else None, bands, recorder,
-                                             kv_lora_rank=cfg.kv_lora_rank, rope_dim=cfg.qk_rope_head_dim))
-        else:
-            layers.append(WitnessIndexedLatentLayer(i, codec, codec if compress_values else None, bands, recorder,
-                                                    kv_lora_rank=cfg.kv_lora_rank, rope_dim=cfg.qk_rope_head_dim,
-                                                    indexer_codec=codec))
-    return WitnessCache(layers)
+    return WitnessCache([KINDS[kind].build(BuildContext(i, cfg, codec, bands, compress_values, recorder, model))
+                         for i, kind in enumerate(kinds)])

@@ -315,6 +315,32 @@ def read_rows(
     plain ``(e^{2 scale ||q|| max_t W_t} - 1)/2``; centred ``tanh(max_t c_t / 2)``;
     e-form ``x + x^2/2`` with ``x = sum_t p'_t (e^{c_t} - 1)``.
     """
+    sc = dense_scores(query, keys_exact, keys_served, key_band_norms, scaling, groups)
+    return read_rows_from_scores(sc.s_exact, sc.s_served, visibility(mask, sc.s_exact.shape), [sc.component], scaling,
+                                 sc.score_err)
+
+
+@dataclass(frozen=True)
+class DenseScores:
+    """Exact and served scores of one dense read, its score-error component and float64 error.
+
+    All ``(B, H, Q, T)`` float64 with the scale included, except ``component`` (per-band norms).
+    """
+
+    s_exact: torch.Tensor
+    s_served: torch.Tensor
+    component: ScoreComponent
+    score_err: torch.Tensor
+
+
+def dense_scores(query: torch.Tensor, keys_exact: torch.Tensor, keys_served: torch.Tensor,
+                 key_band_norms: torch.Tensor, scaling: float, groups: int) -> DenseScores:
+    """``s = scale q k^T`` with uncompressed and with served keys, in float64, keys repeated per group.
+
+    ``query`` is ``(B, H, Q, D)``; ``keys_*`` are ``(B, Hkv, T, D)`` with ``H = Hkv * groups``;
+    ``key_band_norms`` ``(B, Hkv, T, bands)`` are the residual band norms recorded at the writes.
+    The one computation of dense scores: the dense witness layer's read and :func:`read_rows`.
+    """
     bands = key_band_norms.shape[-1]
     q = query.to(torch.float64)
     ke = keys_exact.to(torch.float64).repeat_interleave(groups, dim=1)
@@ -322,5 +348,4 @@ def read_rows(
     s_exact = torch.matmul(q, ke.transpose(-1, -2)) * scaling
     s_served = torch.matmul(q, ks.transpose(-1, -2)) * scaling
     comp = ScoreComponent(band_norms(q, bands), key_band_norms.repeat_interleave(groups, dim=1))
-    return read_rows_from_scores(s_exact, s_served, visibility(mask, s_exact.shape), [comp], scaling,
-                                 score_error(q, ks, scaling))
+    return DenseScores(s_exact, s_served, comp, score_error(q, ks, scaling))

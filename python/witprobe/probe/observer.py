@@ -107,7 +107,7 @@ def witprobe_attention(
     return eager_attention(module, query, key, value, served_mask, scaling, dropout, sinks=sinks)
 
 
-def with_sinks(inputs, sinks: torch.Tensor):  # noqa: ANN001 - ReadInputs
+def with_sinks(inputs, sinks: torch.Tensor):  # noqa: ANN001 - ReadScores
     """Append the per-head sink logit as one more, always visible, never perturbed column.
 
     The sink takes part in the softmax (and is then dropped by the model), so the distribution the
@@ -303,7 +303,7 @@ class Observer:
             stop = min(q_len, start + self.row_chunk)
             m = None if mask is None else mask[:, :, start:stop, :]
             try:
-                inputs = layer.read_inputs(module, query[:, :, start:stop, :], key, m, scaling,
+                inputs = layer.read_scores(module, query[:, :, start:stop, :], key, m, scaling,
                                            rows=slice(start, stop), indices=indices)
             except ValueError as e:
                 raise ObserverError(str(e)) from e

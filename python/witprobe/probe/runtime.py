@@ -14,7 +14,7 @@ the runtime is built (before any CUDA graph is captured), and keys every accumul
    capture, so that a graph either always or never contains the meter;
 6. a device-side execution counter per ``(layer, path)`` is incremented in place by every metered
    call. Under graph replay it keeps growing while the host call count froze at capture; without
-   graphs the two are equal. The gate (:mod:`witprobe.gate`) compares them.
+   graphs the two are equal. The gate (:mod:`witprobe.probe.gate`) compares them.
 
 On the CPU the same code runs eagerly. The snapshot is a JSON record with schema
 ``witprobe-probe/1`` and an always-present coverage record.

@@ -70,10 +70,10 @@ class WitnessIndexedLatentLayer(WitnessLatentLayer):
         self.indexer_band_norms = cat(self.indexer_band_norms, w.band_norms)
         return self.indexer_keys
 
-    def read_inputs(self, module, query, key, mask, scaling, rows: slice | None = None, indices=None):
+    def read_scores(self, module, query, key, mask, scaling, rows: slice | None = None, indices=None):
         """Latent read inputs plus the selection: served support from the model's indices, exact
         support from the exact-key top-k staged by the indexer hook."""
-        base = super().read_inputs(module, query, key, mask, scaling)
+        base = super().read_scores(module, query, key, mask, scaling)
         if self.pending is None or indices is None:
             from witprobe.probe.observer import ObserverError
 

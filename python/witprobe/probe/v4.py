@@ -37,7 +37,7 @@ from witprobe.models.interfaces import v4_pooling_weights
 from witprobe.probe.meters import ScoreComponent, band_norms, band_witness, score_error, visibility
 from witprobe.calculus.float_error import U32
 from witprobe.probe.selector import fold_selection, selection_radius, selection_rows
-from witprobe.probe.witness_cache import ReadInputs, WitnessLayerMixin, WriteRecorder, bands_for
+from witprobe.probe.witness_cache import ReadScores, WitnessLayerMixin, WriteRecorder, bands_for
 
 ENTRY_TENSOR = {"compressor": "entry", "indexer": "index_entry"}
 
@@ -121,7 +121,7 @@ class _V4Witness(WitnessLayerMixin):
         raise NotImplementedError("witness layers do not support cropping: the witness would lose its entries")
 
     # --- read -----------------------------------------------------------------------------------
-    def read_inputs(self, module, query, key, mask, scaling, rows=None, indices=None) -> ReadInputs:
+    def read_scores(self, module, query, key, mask, scaling, rows=None, indices=None) -> ReadScores:
         if indices is not None:
             raise ValueError(f"layer {self.layer_idx}: unexpected sparse indices for a V4 layer")
         if self.last is None:
@@ -150,7 +150,7 @@ class _V4Witness(WitnessLayerMixin):
         s_served = torch.matmul(q, ks.transpose(-1, -2)) * scaling
         bands = bn.shape[-1]
         comp = ScoreComponent(band_norms(q, bands), bn.expand(-1, heads, -1, -1))
-        out = ReadInputs(s_exact, s_served, visibility(mask, s_exact.shape), [comp],
+        out = ReadScores(s_exact, s_served, visibility(mask, s_exact.shape), [comp],
                          counters={"v4_key_mismatch": mismatch}, score_err=score_error(q, ks, scaling),
                          width=q.shape[-1])
         if self.pending is not None and entries is not None and entries.shape[1] > 0:

@@ -4,7 +4,7 @@ Each memory class is one layer class (the transformers ``cache_utils`` pattern):
 exactly the tensors the model writes, serves the codec's reconstruction, records the witness of
 every stored entry (its band residual norms, small metadata) and keeps the uncompressed entries
 side by side so that every bound can be compared with the realized error on the same input.
-At read time, :meth:`WitnessLayerMixin.read_inputs` turns the query into exact and served scores
+At read time, :meth:`WitnessLayerMixin.read_scores` turns the query into exact and served scores
 and the score-error components the read meter needs.
 
 Pass a :class:`WitnessCache` as ``cache=`` to ``model(...)`` or ``model.generate(...)``;
@@ -22,7 +22,7 @@ from torch import nn
 from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
 from witprobe.memory.codecs import SEQUENCE, Codec
-from witprobe.probe.meters import ScoreComponent, WitnessBatch, band_norms, band_witness, score_error, visibility
+from witprobe.probe.meters import ScoreComponent, WitnessBatch, band_witness, dense_scores, visibility
 
 
 class WriteRecorder(Protocol):
@@ -43,8 +43,10 @@ class EntryObserver(Protocol):
 
 
 @dataclass
-class ReadInputs:
-    """What a layer gives the read meter for one attention call."""
+class ReadScores:
+    """What a witness layer gives the read meter for one attention call: exact and served scores,
+    visibility, score-error components and self-check flags (the layer maxima of the read chains are
+    :class:`witprobe.calculus.chains.ReadMaxima`)."""
 
     s_exact: torch.Tensor  # (B, H, Q, T) scores with uncompressed entries, scale included
     s_served: torch.Tensor  # (B, H, Q, T) scores with served entries
@@ -76,10 +78,10 @@ class WitnessLayerMixin:
         old = getattr(self, name, None)
         setattr(self, name, value if old is None else torch.cat([old, value], dim=-2))
 
-    def read_inputs(
+    def read_scores(
         self, module: nn.Module, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None, scaling: float,
         rows: slice | None = None, indices: torch.Tensor | None = None,
-    ) -> ReadInputs:  # pragma: no cover - abstract
+    ) -> ReadScores:  # pragma: no cover - abstract
         raise NotImplementedError
 
 
@@ -176,20 +178,14 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
     def crop(self, tokens_to_remove: int) -> None:
         raise NotImplementedError("witness layers do not support cropping: the witness would lose its entries")
 
-    def read_inputs(self, module, query, key, mask, scaling, rows=None, indices=None) -> ReadInputs:
+    def read_scores(self, module, query, key, mask, scaling, rows=None, indices=None) -> ReadScores:
         if indices is not None:
             raise ValueError(f"layer {self.layer_idx}: a sparse read reached a dense KV witness layer")
         if self.keys is None or key.shape != self.keys.shape or key.data_ptr() != self.keys.data_ptr():
             raise ValueError(f"layer {self.layer_idx}: attention read keys that are not the served keys")
-        groups = query.shape[1] // key.shape[1]
-        q = query.to(torch.float64)
-        ke = self.exact_keys.to(torch.float64).repeat_interleave(groups, dim=1)
-        ks = key.to(torch.float64).repeat_interleave(groups, dim=1)
-        s_exact = torch.matmul(q, ke.transpose(-1, -2)) * scaling
-        s_served = torch.matmul(q, ks.transpose(-1, -2)) * scaling
-        comp = ScoreComponent(band_norms(q, self.bands), self.key_band_norms.repeat_interleave(groups, dim=1))
-        return ReadInputs(s_exact, s_served, visibility(mask, s_exact.shape), [comp],
-                          score_err=score_error(q, ks, scaling), width=q.shape[-1])
+        sc = dense_scores(query, self.exact_keys, key, self.key_band_norms, scaling, query.shape[1] // key.shape[1])
+        return ReadScores(sc.s_exact, sc.s_served, visibility(mask, sc.s_exact.shape), [sc.component],
+                          score_err=sc.score_err, width=query.shape[-1])
 
 
     def read_values(self, value: torch.Tensor, groups: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

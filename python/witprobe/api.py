@@ -1,0 +1,123 @@
+"""The Python API: observe a transformers model's compressed attention memory for a block of code.
+
+::
+
+    import witprobe
+
+    with witprobe.observe(model, codec="int8", bands=4) as run:
+        model.generate(**inputs, cache=run.cache, max_new_tokens=32)
+    for layer in run.layers():
+        print(layer.layer, layer.tv_realized_max, layer.bound_max)
+
+Inside the block the model uses the ``witprobe`` attention function and ``run.cache`` is a witness
+cache (a transformers ``Cache``): every K/V write is compressed by the codec and witnessed, every
+read is metered (the realized TV between exact and served attention at the same query, and the
+three TV bounds). On exit the model's previous attention implementation is restored, also when
+the block raises.
+
+Fail closed: a read through a cache that is not the witness cache raises
+:class:`witprobe.probe.observer.ObserverError` at once; and on exit, a layer that was written
+but never read through the meter (e.g. the model was switched back to ``sdpa`` inside the block)
+raises :class:`UnobservedReads`, because its bounds would speak about nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from witprobe.memory.codecs import make_codec
+from witprobe.probe.layouts import text_config, witness_cache_for
+from witprobe.probe.observer import ATTN_IMPLEMENTATION, Observer, ObserverError
+from witprobe.probe.witness_cache import WitnessCache
+
+
+class UnobservedReads(ObserverError):
+    """Entries were written to the witness cache but attention never read them through the meter."""
+
+
+@dataclass(frozen=True)
+class LayerReading:
+    """One decoder layer's readings over the block (float64 maxima over every metered query row).
+
+    ``bound_max`` is the largest of the tightest per-row bounds (``min`` of the plain, e-form and
+    centred forms); ``rows_beaten`` counts rows whose realized TV exceeds any form (0 unless a bug).
+    These are empirical readings: only ``certify run`` produces kernel-checked claims.
+    """
+
+    layer: int
+    rows: int
+    reads: int
+    writes: int
+    tv_realized_max: float | None
+    bound_max: float | None
+    rows_beaten: int
+
+
+class ObservedRun:
+    """What :func:`observe` yields: the witness cache to pass to the model, and the readings."""
+
+    def __init__(self, model: Any, codec: str, bands: int, compress_values: bool) -> None:
+        self.model = model
+        self.codec = make_codec(codec, bands)
+        self.bands = bands
+        self.compress_values = compress_values
+        self.config = text_config(model.config)
+        self.observer = Observer(self.config.num_hidden_layers)
+        self._cache: WitnessCache | None = None
+
+    @property
+    def cache(self) -> WitnessCache:
+        """The current request's witness cache (pass it as ``cache=``); see :meth:`new_cache`."""
+        if self._cache is None:
+            self.new_cache()
+        return self._cache
+
+    def new_cache(self) -> WitnessCache:
+        """A fresh witness cache for the next request (readings keep accumulating)."""
+        self._cache = self.observer.attach(witness_cache_for(
+            self.config, self.codec, self.bands, self.compress_values, self.observer, model=self.model))
+        return self._cache
+
+    def snapshot(self) -> dict[str, list]:
+        """Every accumulator, read back to the host (the ``run.json`` layer records' source)."""
+        return self.observer.snapshot()
+
+    def layers(self) -> list[LayerReading]:
+        snap = self.snapshot()
+        out = []
+        for i, rd in enumerate(snap["read"]):
+            def mx(key: str) -> float | None:
+                st = rd.get(key)
+                return None if not isinstance(st, dict) else st.get("max")
+
+            beaten = sum(int(rd.get(f"rows_{f}_beaten", 0) or 0) for f in ("plain", "centred", "eform"))
+            out.append(LayerReading(i, int(rd.get("rows", 0) or 0), snap["host_read_calls"][i],
+                                    snap["host_write_calls"][i], mx("tv_realized"), mx("best_bound"), beaten))
+        return out
+
+    def check_observed(self) -> None:
+        """Raise :class:`UnobservedReads` naming every layer written but never read through the meter."""
+        snap = self.snapshot()
+        silent = [i for i, (w, r) in enumerate(zip(snap["host_write_calls"], snap["host_read_calls"])) if w and not r]
+        if silent:
+            raise UnobservedReads(
+                f"layers {silent} were written to the witness cache but no read was metered: the model did not "
+                f"attend through the '{ATTN_IMPLEMENTATION}' attention function (was its attention implementation "
+                "changed inside the block?)")
+
+
+@contextlib.contextmanager
+def observe(model: Any, codec: str = "int8", bands: int = 4, compress_values: bool = True) -> Iterator[ObservedRun]:
+    """Observe ``model`` inside the block (module docstring); restore its attention implementation on exit."""
+    previous = getattr(model.config, "_attn_implementation", None) or "eager"
+    run = ObservedRun(model, codec, bands, compress_values)
+    model.set_attn_implementation(ATTN_IMPLEMENTATION)
+    try:
+        with run.observer.active() if run.cache is not None else contextlib.nullcontext():
+            yield run
+    finally:
+        model.set_attn_implementation(previous)
+    run.check_observed()

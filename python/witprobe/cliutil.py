@@ -1,0 +1,240 @@
+"""What every witprobe command line shares: exit codes, one-line errors, interrupts, broken pipes.
+
+Each ``main`` of ``witprobe.certify``, ``witprobe.ledger`` and ``witprobe.gate`` runs its handler
+through :func:`run_handler`, which gives the same behaviour everywhere:
+
+====  ==========================================================================================
+2     :class:`UsageError` (bad option, bad combination, unwritable output) or :class:`InputError`
+      (a corrupt input file; the one-line message names the file and the field)
+130   interrupted (SIGINT / Ctrl-C); whatever was being written is removed by the writer's cleanup
+141   the reader of stdout went away (broken pipe): stop quietly, no traceback
+4     internal error (a bug: the traceback is printed)
+====  ==========================================================================================
+
+Standard library only (``witprobe.gate`` is importable without torch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+EXIT_USAGE = 2
+EXIT_INTERNAL = 4
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
+
+
+class UsageError(Exception):
+    """A usage error: the message is printed as ``error: <message>`` and the exit code is 2."""
+
+
+class InputError(UsageError):
+    """A corrupt or unreadable input file: names the file and the field that is wrong."""
+
+    def __init__(self, path: Path | str, field: str, problem: str) -> None:
+        self.path, self.field, self.problem = str(path), field, problem
+        where = f"{self.path}: field {field}" if field else self.path
+        super().__init__(f"{where}: {problem}")
+
+
+def check_writable(out: Path) -> None:
+    """Raise :class:`UsageError` unless a directory can be created beside ``out`` (tried, then removed)."""
+    anc = out.parent
+    while not anc.exists():
+        if anc == anc.parent:
+            break
+        anc = anc.parent
+    if not anc.is_dir():
+        raise UsageError(f"cannot write {out}: {anc} is not a directory")
+    try:
+        Path(tempfile.mkdtemp(prefix=".witprobe-probe-", dir=anc)).rmdir()
+    except OSError as e:
+        raise UsageError(f"cannot write {out}: {anc} is not writable ({e.strerror or e})") from None
+
+
+def version_text(prog: str) -> str:
+    from witprobe import __version__
+
+    return f"{prog} (witprobe {__version__})"
+
+
+def add_version(parser: argparse.ArgumentParser) -> None:
+    """``--version``: print ``prog (witprobe X.Y.Z)`` and exit 0."""
+    parser.add_argument("--version", action="version", version=version_text(parser.prog))
+
+
+def read_json_object(path: Path, schema_prefix: str | None = None) -> dict[str, Any]:
+    """Read a JSON object from ``path``; :class:`InputError` naming the file (and field) otherwise.
+
+    With ``schema_prefix`` the object's ``schema`` field must be a string starting with it.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(path, "", "no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(path, "", f"cannot be read ({type(e).__name__}: {e})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(path, "", f"not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    if not isinstance(data, dict):
+        raise InputError(path, "", f"expected a JSON object, found {type(data).__name__}")
+    if schema_prefix is not None:
+        schema = data.get("schema")
+        if not isinstance(schema, str) or not schema.startswith(schema_prefix):
+            raise InputError(path, "schema", f"{schema!r} is not a {schema_prefix}* record")
+    return data
+
+
+def require(obj: Any, field: str, kind: type | tuple[type, ...], path: Path | str, where: str = "") -> Any:
+    """``obj[field]`` checked to be of ``kind`` (``bool`` is not accepted as a number)."""
+    name = f"{where}.{field}" if where else field
+    if not isinstance(obj, dict) or field not in obj:
+        raise InputError(path, name, "missing")
+    v = obj[field]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    number_wanted = any(k in (int, float) for k in kinds) and bool not in kinds
+    if not isinstance(v, kinds) or (number_wanted and isinstance(v, bool)):
+        names = "/".join("null" if k is type(None) else k.__name__ for k in kinds)
+        raise InputError(path, name, f"expected {names}, found {type(v).__name__} {_short(v)}")
+    return v
+
+
+def _short(v: Any) -> str:
+    s = json.dumps(v, default=str)
+    return s if len(s) <= 40 else s[:37] + "..."
+
+
+def wants_quiet(argv: list[str] | None) -> bool:
+    return "--quiet" in (sys.argv[1:] if argv is None else argv)
+
+
+def quiet_third_party() -> None:
+    """Silence third-party progress bars and info logs (``--quiet``): HF Hub, transformers, tqdm.
+
+    Call it before those libraries are imported (tqdm reads ``TQDM_DISABLE`` at import) and again
+    after (libraries already imported are switched off through their own APIs); it imports nothing.
+    """
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    os.environ["TQDM_DISABLE"] = "1"  # tqdm >= 4.66 reads it for every bar it creates
+    os.environ["TRANSFORMERS_VERBOSITY"] = "error"
+    os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = "1"
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as tf_logging
+
+        tf_logging.disable_progress_bar()
+        tf_logging.set_verbosity_error()
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+
+
+def _stdout_gone() -> None:
+    """After a broken pipe: point stdout at /dev/null so the interpreter's final flush is silent."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def run_handler(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace, prog: str) -> int:
+    """Run one command's handler with the shared exit-code contract (module docstring)."""
+    try:
+        code = handler(args)
+        sys.stdout.flush()  # a broken pipe surfaces here, inside the handler's contract
+        return code
+    except UsageError as e:
+        print("error: " + " ".join(str(e).split()), file=sys.stderr)  # always one line
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _stdout_gone()
+        return EXIT_BROKEN_PIPE
+    except Exception:  # noqa: BLE001 - the exit code contract says 4
+        traceback.print_exc()
+        print("internal error (exit 4)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+class _Trail:
+    """The JSON path of the field read last (shared by one tracked document)."""
+
+    def __init__(self) -> None:
+        self.last = ""
+
+
+class _TrackedDict(dict):
+    def __init__(self, data: dict, where: str, trail: _Trail) -> None:
+        super().__init__(data)
+        self._where, self._trail = where, trail
+
+    def _path(self, key: Any) -> str:
+        return f"{self._where}.{key}" if self._where else str(key)
+
+    def __getitem__(self, key: Any) -> Any:
+        self._trail.last = self._path(key)
+        if not dict.__contains__(self, key):
+            raise _Missing(self._trail.last)
+        return _track(dict.__getitem__(self, key), self._trail.last, self._trail)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self._trail.last = self._path(key)
+        return self[key] if dict.__contains__(self, key) else default
+
+    def items(self):  # noqa: ANN201 - dict protocol
+        return [(k, self[k]) for k in dict.keys(self)]
+
+    def values(self):  # noqa: ANN201 - dict protocol
+        return [self[k] for k in dict.keys(self)]
+
+
+class _TrackedList(list):
+    def __init__(self, data: list, where: str, trail: _Trail) -> None:
+        super().__init__(data)
+        self._where, self._trail = where, trail
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        self._trail.last = f"{self._where}[{i}]"
+        return _track(list.__getitem__(self, i), self._trail.last, self._trail)
+
+    def __iter__(self):  # noqa: ANN204 - list protocol
+        return (self[i] for i in range(len(self)))
+
+
+class _Missing(KeyError):
+    pass
+
+
+def _track(v: Any, where: str, trail: _Trail) -> Any:
+    if isinstance(v, dict):
+        return _TrackedDict(v, where, trail)
+    if isinstance(v, list):
+        return _TrackedList(v, where, trail)
+    return v
+
+
+def read_with(path: Path, data: dict[str, Any], reader: Callable[[dict[str, Any]], Any]) -> Any:
+    """Run ``reader`` on ``data`` read from ``path``; a missing field or a value of the wrong type
+    becomes an :class:`InputError` naming the JSON path of the field read last."""
+    trail = _Trail()
+    try:
+        return reader(_track(data, "", trail))
+    except _Missing as e:
+        raise InputError(path, e.args[0], "missing") from None
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, ZeroDivisionError) as e:
+        raise InputError(path, trail.last or "(root)", f"unexpected value ({type(e).__name__}: {e})") from None

@@ -1,0 +1,64 @@
+"""Knobs of a ledger attached to a live engine (recorded in the journal's ``open`` record)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from witprobe.calculus.rounding import fraction_text
+
+#: Fault names: the same as ``ledger simulate`` (:data:`witprobe.ledger.simulate.FAULTS`).
+FAULTS = ("none", "no-reuse-invalidation", "family-collision", "split-accounts", "drop-plan", "sr-coarse")
+FAMILIES = ("key", "value")
+DEFAULT_AUTH_THR = {"key": 9.0, "value": 0.3}
+WARMUP_PREFIX = "warmup-"
+DROP_PLAN_PERIOD = 7  # drop-plan: batches b with b % 7 == 3 announce one token more than they write
+
+
+class LiveConfigError(ValueError):
+    """A live-ledger option is invalid (the message names it)."""
+
+
+@dataclass(frozen=True)
+class LiveConfig:
+    """Parameters of the attached ledger.
+
+    ``auth_thr`` / ``read_thr`` are the write-authorization and read thresholds ``W_thr`` per
+    family, in the entries' real units; ``delta_req`` the per-request budget; ``nonce`` the
+    server nonce of the RNG key ``(nonce, uid, layer * 2 + family, counter)``; requests whose id
+    starts with ``warmup_prefix`` are server warmup (the warmup account, uid 0).
+    """
+
+    nonce: int = 0x5EED
+    delta_req: Fraction = Fraction(1, 100)
+    auth_thr: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_AUTH_THR))
+    read_thr: dict[str, float] | None = None
+    drop_bits: int = 2
+    bands: int = 1
+    fault: str = "none"
+    warmup_prefix: str = WARMUP_PREFIX
+    synchronous: str = "NORMAL"
+
+    def __post_init__(self) -> None:
+        if self.fault not in FAULTS:
+            raise LiveConfigError(f"unknown fault {self.fault!r}; choose from {', '.join(FAULTS)}")
+        d = Fraction(self.delta_req)
+        if not 0 < d <= 1:
+            raise LiveConfigError(f"delta_req must lie in (0, 1], got {d}")
+        object.__setattr__(self, "delta_req", d)
+        if self.read_thr is None:
+            object.__setattr__(self, "read_thr", dict(self.auth_thr))
+        for what, m in (("auth_thr", self.auth_thr), ("read_thr", self.read_thr)):
+            for fam in FAMILIES:
+                v = m.get(fam) if isinstance(m, dict) else None
+                if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+                    raise LiveConfigError(f"{what}[{fam!r}] must be a finite nonnegative number, got {v!r}")
+        if not self.warmup_prefix:
+            raise LiveConfigError("warmup_prefix must be nonempty")
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["delta_req"] = fraction_text(self.delta_req)
+        return d

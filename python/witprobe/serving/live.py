@@ -1,0 +1,212 @@
+"""``python -m witprobe.ledger live``: serve on loopback, drive concurrent HTTP clients, gate the journal.
+
+1. refuse bad options (exit 2, nothing written) and a non-empty ``--out`` (``--force`` removes only
+   the files a live run writes, and refuses when anything else is there);
+2. write ``manifest.json`` (the submitted request ids ``req-0 .. req-{n-1}``);
+3. start :mod:`witprobe.serving.server` as a child process on ``127.0.0.1`` (log ``server.log``),
+   wait for it to be ready (``--start-timeout``);
+4. send ``--requests`` generation requests from ``--concurrency`` client threads, each bounded by
+   ``--request-timeout``, all by ``--timeout``; store ``clients.json``, then ``metrics.prom`` and
+   ``verdicts.json`` (caches, for people);
+5. ``POST /shutdown`` (the server closes its journal) and wait for the child (killed if it hangs);
+6. evaluate the gate from the journal (:mod:`witprobe.serving.gate`), plus ``clients_served``
+   (every request answered 200), store ``gate.json``, print it; exit 0 pass, 1 fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from witprobe.serving.config import FAULTS
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+RUN_FILES = ("manifest.json", "journal.sqlite", "journal.sqlite-wal", "journal.sqlite-shm", "gate.json", "gate.json.tmp",
+             "server.log", "server.json", "server.tmp", "clients.json", "metrics.prom", "verdicts.json")
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``live`` on the ``ledger`` command's subparsers."""
+    s = sub.add_parser("live", help="serve SmolLM2 with continuous batching and the ledger attached; drive it over HTTP; gate the journal")
+    s.add_argument("--requests", type=int, default=16, help="client requests (default: %(default)s)")
+    s.add_argument("--concurrency", type=int, default=8, help="concurrent HTTP clients (default: %(default)s)")
+    s.add_argument("--out", type=Path, required=True, help="output directory")
+    s.add_argument("--fault", choices=FAULTS, default="none", help="inject a fault the gate must catch (default: none)")
+    s.add_argument("--max-new-tokens", type=int, default=8, help="tokens generated per request (default: %(default)s)")
+    s.add_argument("--num-blocks", type=int, default=96, help="paged-cache blocks of 16 tokens (default: %(default)s)")
+    s.add_argument("--max-batch-tokens", type=int, default=64, help="tokens per forward (default: %(default)s)")
+    s.add_argument("--timeout", type=float, default=900.0, help="seconds for all requests (default: %(default)s)")
+    s.add_argument("--request-timeout", type=float, default=600.0, help="seconds per request (default: %(default)s)")
+    s.add_argument("--start-timeout", type=float, default=300.0, help="seconds for the server to get ready (default: %(default)s)")
+    s.add_argument("--force", action="store_true", help="replace the files of an earlier live run in --out")
+    s.add_argument("--quiet", action="store_true")
+
+
+def _usage(a: argparse.Namespace) -> str | None:
+    if a.requests < 1 or a.requests > 4096:
+        return f"--requests must lie in [1, 4096], got {a.requests}"
+    if a.concurrency < 1 or a.concurrency > 256:
+        return f"--concurrency must lie in [1, 256], got {a.concurrency}"
+    if not 1 <= a.max_new_tokens <= 256:
+        return f"--max-new-tokens must lie in [1, 256], got {a.max_new_tokens}"
+    if a.num_blocks < 8 or a.max_batch_tokens < 16:
+        return "--num-blocks must be >= 8 and --max-batch-tokens >= 16"
+    for name in ("timeout", "request_timeout", "start_timeout"):
+        v = getattr(a, name)
+        if not v > 0:
+            return f"--{name.replace('_', '-')} must be positive, got {v}"
+    if a.out.exists() and not a.out.is_dir():
+        return f"{a.out} exists and is not a directory"
+    if a.out.is_dir() and any(a.out.iterdir()):
+        if not a.force:
+            return f"{a.out} exists and is not empty (use --force to replace an earlier live run)"
+        foreign = sorted(p.name for p in a.out.iterdir() if p.name not in RUN_FILES and not p.name.endswith(".part"))
+        if foreign:
+            return f"{a.out} holds files a live run did not write ({', '.join(foreign[:3])}); refusing to delete them"
+    return None
+
+
+def _post(url: str, body: dict[str, Any], timeout: float) -> tuple[int, dict[str, Any]]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        try:
+            return e.code, json.loads(e.read())
+        except ValueError:
+            return e.code, {"error": str(e)}
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        return 0, {"error": f"{type(e).__name__}: {e}"}
+
+
+def _get(url: str, timeout: float = 30.0) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.read().decode()
+    except (urllib.error.URLError, OSError):
+        return None
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def start_server(out: Path, extra: list[str], start_timeout: float) -> tuple[subprocess.Popen, int]:
+    """Start the server child on loopback; returns ``(process, port)``; raises ``RuntimeError`` if it is not ready in time."""
+    ready = out / "server.json"
+    log = open(out / "server.log", "ab")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2])] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    proc = subprocess.Popen([sys.executable, "-m", "witprobe.serving.server", "--out", str(out), "--ready-file", str(ready),
+                             "--parent-pid", str(os.getpid()), *extra],
+                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    log.close()
+    t_end = time.monotonic() + start_timeout
+    while time.monotonic() < t_end:
+        if ready.is_file():
+            return proc, int(json.loads(ready.read_text())["port"])
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited with code {proc.returncode} before it was ready (see {out / 'server.log'})")
+        time.sleep(0.1)
+    proc.kill()
+    proc.wait()
+    raise RuntimeError(f"the server was not ready within {start_timeout} s (see {out / 'server.log'})")
+
+
+def drive(port: int, n: int, concurrency: int, max_new_tokens: int, request_timeout: float, timeout: float) -> list[dict[str, Any]]:
+    """Send ``n`` requests ``req-0 ..`` from ``concurrency`` threads; one result row per request."""
+    from witprobe.ledger.trace import PROMPTS
+
+    url = f"http://127.0.0.1:{port}/generate"
+    t_end = time.monotonic() + timeout
+
+    def one(i: int) -> dict[str, Any]:
+        left = t_end - time.monotonic()
+        if left <= 0:
+            return {"request_id": f"req-{i}", "status": 0, "error": "overall --timeout reached before sending"}
+        t0 = time.perf_counter()
+        code, body = _post(url, {"request_id": f"req-{i}", "prompt": PROMPTS[i % len(PROMPTS)], "max_new_tokens": max_new_tokens},
+                           min(request_timeout, left))
+        return {"request_id": f"req-{i}", "status": code, "latency_s": time.perf_counter() - t0,
+                "n_tokens": len(body.get("tokens") or []), "journal_head": body.get("journal_head"),
+                "verdict_ok": (body.get("verdict") or {}).get("ok"), "error": body.get("error")}
+
+    with cf.ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="witprobe-client") as ex:
+        return list(ex.map(one, range(n)))
+
+
+def run(a: argparse.Namespace) -> int:
+    """The ``live`` command (see the module docstring)."""
+    from witprobe.ledger.gate import Criterion
+    from witprobe.serving.gate import failing, run_gate
+
+    why = _usage(a)
+    if why:
+        print(f"error: {why}", file=sys.stderr)
+        return EXIT_USAGE
+    out: Path = a.out
+    if out.is_dir():
+        for p in list(out.iterdir()):
+            if p.name in RUN_FILES or p.name.endswith(".part"):
+                p.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+    rids = [f"req-{i}" for i in range(a.requests)]
+    _write(out / "manifest.json", json.dumps({
+        "tool": "witprobe.ledger live", "expected": {"user_requests": rids},
+        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items() if k not in ("handler",)},
+    }, indent=1, sort_keys=True) + "\n")
+    extra = ["--fault", a.fault, "--max-new-tokens", str(a.max_new_tokens), "--num-blocks", str(a.num_blocks),
+             "--max-batch-tokens", str(a.max_batch_tokens)]
+    clients: list[dict[str, Any]] = []
+    t0 = time.perf_counter()
+    try:
+        proc, port = start_server(out, extra, a.start_timeout)
+    except RuntimeError as e:
+        print(f"live: {e}", file=sys.stderr)
+        proc = None
+    if proc is not None:
+        try:
+            clients = drive(port, a.requests, a.concurrency, a.max_new_tokens, a.request_timeout, a.timeout)
+            for name, path in (("metrics.prom", "/metrics"), ("verdicts.json", "/verdicts")):
+                text = _get(f"http://127.0.0.1:{port}{path}")
+                if text is not None:
+                    _write(out / name, text)
+            _post(f"http://127.0.0.1:{port}/shutdown", {}, 30.0)
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            print("live: the server did not exit after /shutdown; killed", file=sys.stderr)
+            proc.kill()
+            proc.wait()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    wall = time.perf_counter() - t0
+    _write(out / "clients.json", json.dumps(clients, indent=1) + "\n")
+    rep = run_gate(out, write=False)
+    bad = [c["request_id"] for c in clients if c["status"] != 200]
+    ok_c = len(clients) == a.requests and not bad
+    rep.criteria["clients_served"] = Criterion("clients_served", ok_c, {"answered_200": len(clients) - len(bad), "requests": a.requests, "failed": bad[:10]},
+                                               "" if ok_c else f"{len(bad) or a.requests} requests not served (see clients.json)")
+    d = rep.as_dict()
+    d["failing"] = failing(rep)
+    d["wall_s"] = wall
+    d["tokens"] = sum(c.get("n_tokens", 0) for c in clients)
+    _write(out / "gate.json", json.dumps(d, indent=1, default=str) + "\n")
+    if not a.quiet:
+        print(json.dumps(d, indent=1, default=str))
+    verdict = "pass" if rep.passed else "FAIL: " + ", ".join(d["failing"])
+    print(f"live: {verdict} ({a.requests} requests, concurrency {a.concurrency}, fault {a.fault}, {wall:.1f} s)", file=sys.stderr)
+    return EXIT_OK if rep.passed else EXIT_FAIL

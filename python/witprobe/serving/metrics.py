@@ -1,0 +1,119 @@
+"""Per-request verdicts and the Prometheus text exposition of a live ledger.
+
+A verdict is the ledger's in-memory reading for one request (a cache of the journal: the gate
+re-derives every criterion from the journal itself). Its fields:
+
+- ``delta_spent`` (exact ``num/den``): the request's spend ``sum delta_i = delta_req k/(k+1)``
+  after ``k`` probabilistic write events, summed over the request's accounts;
+- ``write_events``, ``restorations`` (entries whose realized witness exceeded the pre-draw radius
+  and were restored exact in the same call), ``reads``, ``foreign_reads_attributed`` /
+  ``foreign_reads_unattributed``, ``read_out_of_generation``, ``read_unwritten``;
+- ``eprocess``: the request's e-process (``log_M``, ``log_M_max``, crossed);
+- ``tier``: the tier of each claim, from the metric registry (``certified`` only for what the Coq
+  kernel checked);
+- ``ok``: the request-level criteria (one account, spend <= delta_req, no unattributed foreign,
+  stale or unwritten read, no alarm).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from witprobe.calculus.rounding import fraction_text
+from witprobe.ledger.accounts import Account, emitted_metrics
+
+VERDICT_TIERS = {"delta_spent": "request:delta_spent@ledger", "sr_radius": "entry:sr_radius@write",
+                 "eprocess": "request:eprocess_log_m@ledger"}
+
+
+def request_verdict(rid: str, accounts: list[Account], finished: bool, delta_req: Fraction) -> dict[str, Any]:
+    """Verdict of request ``rid`` from its accounts (normally one; several means a split identity)."""
+    tiers = emitted_metrics()
+    spent = sum((a.budget.spent for a in accounts), Fraction(0))
+    rd = {k: sum(getattr(a.read, k) for a in accounts) for k in
+          ("n_reads", "n_read_foreign_attributed", "n_read_foreign_unattributed", "n_read_out_of_generation",
+           "n_read_unwritten", "n_served_over_radius")}
+    crossed = any(a.eprocess.crossed for a in accounts)
+    lm = [a.eprocess.log_m_max for a in accounts if a.eprocess.log_m_max is not None]
+    v = {
+        "request_id": rid,
+        "uids": [a.uid for a in accounts],
+        "finished": finished,
+        "delta_spent": fraction_text(spent),
+        "delta_spent_float": float(spent),
+        "delta_req": fraction_text(delta_req),
+        "write_events": sum(a.n_write_events for a in accounts),
+        "prob_events": sum(a.budget.n_prob_events for a in accounts),
+        "entries_written": sum(a.n_entries_written for a in accounts),
+        "entries_authorized": sum(a.n_authorized for a in accounts),
+        "restorations": sum(a.n_auth_violations for a in accounts),
+        "reads": rd["n_reads"],
+        "foreign_reads_attributed": rd["n_read_foreign_attributed"],
+        "foreign_reads_unattributed": rd["n_read_foreign_unattributed"],
+        "read_out_of_generation": rd["n_read_out_of_generation"],
+        "read_unwritten": rd["n_read_unwritten"],
+        "served_over_radius": rd["n_served_over_radius"],
+        "eprocess": {"log_M_max": max(lm) if lm else None, "n_factors": sum(a.eprocess.n_factors for a in accounts),
+                     "crossed": crossed},
+        "tier": {k: tiers[m] for k, m in VERDICT_TIERS.items()},
+    }
+    v["ok"] = bool(len(accounts) == 1 and spent <= delta_req and rd["n_read_foreign_unattributed"] == 0
+                   and rd["n_read_out_of_generation"] == 0 and rd["n_read_unwritten"] == 0
+                   and rd["n_served_over_radius"] == 0 and not crossed)
+    return v
+
+
+def _line(name: str, value: float | int, labels: dict[str, str] | None = None) -> str:
+    lab = "" if not labels else "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
+    return f"{name}{lab} {value}"
+
+
+def prometheus_text(led: Any, served: dict[str, int]) -> str:
+    """Prometheus text format (version 0.0.4) of a :class:`~witprobe.serving.attach.LiveLedger`.
+
+    ``served`` are the server's own counters (``requests_ok``, ``requests_failed``, ``tokens``).
+    """
+    with led.lock:
+        users = [a for a in led.book.accounts.values() if a.kind == "user"]
+        tot = {k: sum(getattr(a.read, k) for a in led.book.accounts.values()) for k in
+               ("n_reads", "n_read_foreign_attributed", "n_read_foreign_unattributed", "n_read_out_of_generation",
+                "n_read_unwritten", "n_served_over_radius")}
+        restor = sum(a.n_auth_violations for a in led.book.accounts.values())
+        worst = max((a.budget.spent for a in users), default=Fraction(0))
+        g = led.book.global_eprocess
+        crossed = int(g.crossed or any(a.eprocess.crossed for a in led.book.accounts.values()))
+        seq, _h = led.journal.head
+        fail_closed = led.identity.identity_fail_closed
+        live_rewrites = sum(t.n_reuse_at_write for t in led.tables)
+        ok = int(tot["n_read_foreign_unattributed"] == 0 and tot["n_read_out_of_generation"] == 0 and tot["n_read_unwritten"] == 0
+                 and tot["n_served_over_radius"] == 0 and not crossed and fail_closed == 0 and live_rewrites == 0
+                 and worst <= led.cfg.delta_req and led.pool.namespaces_disjoint())
+        m = [
+            ("witprobe_ledger_ok", "gauge", "1 while every live criterion holds (the value to alert on)", [(ok, None)]),
+            ("witprobe_requests_total", "counter", "HTTP generation requests by outcome",
+             [(served.get("requests_ok", 0), {"outcome": "ok"}), (served.get("requests_failed", 0), {"outcome": "failed"})]),
+            ("witprobe_tokens_generated_total", "counter", "tokens returned to clients", [(served.get("tokens", 0), None)]),
+            ("witprobe_accounts", "gauge", "accounts opened (user requests; warmup is uid 0)", [(len(users), {"kind": "user"})]),
+            ("witprobe_batches_total", "counter", "engine forwards seen by the ledger", [(led.n_batches, None)]),
+            ("witprobe_write_events_total", "counter", "certified write events", [(led.n_write_events, None)]),
+            ("witprobe_restorations_total", "counter", "entries restored exact by the audit", [(restor, None)]),
+            ("witprobe_delta_spent_max", "gauge", "largest per-request spend (float reading of the exact value)", [(float(worst), None)]),
+            ("witprobe_reads_total", "counter", "entry reads checked", [(tot["n_reads"], None)]),
+            ("witprobe_foreign_reads_total", "counter", "reads of entries written by another account",
+             [(tot["n_read_foreign_attributed"], {"attributed": "true"}), (tot["n_read_foreign_unattributed"], {"attributed": "false"})]),
+            ("witprobe_read_out_of_generation_total", "counter", "reads of a block whose generation moved on", [(tot["n_read_out_of_generation"], None)]),
+            ("witprobe_read_unwritten_total", "counter", "reads of never-written or invalidated entries", [(tot["n_read_unwritten"], None)]),
+            ("witprobe_served_over_radius_total", "counter", "reads of entries whose witness exceeds their radius", [(tot["n_served_over_radius"], None)]),
+            ("witprobe_identity_fail_closed_total", "counter", "entries written exact because the batch plan was unattributable", [(fail_closed, None)]),
+            ("witprobe_live_slot_rewrites_total", "counter", "writes over live slots (block reuse without invalidation)", [(live_rewrites, None)]),
+            ("witprobe_eprocess_log_m", "gauge", "global e-process log M (a reading)", [(g.log_m, {"scope": "global"})]),
+            ("witprobe_eprocess_crossed", "gauge", "1 once any e-process crossed ln(1/delta_e)", [(crossed, None)]),
+            ("witprobe_journal_head_seq", "gauge", "seq of the last committed journal record", [(seq, None)]),
+        ]
+    out = []
+    for name, typ, help_, vals in m:
+        out.append(f"# HELP {name} {help_}")
+        out.append(f"# TYPE {name} {typ}")
+        out.extend(_line(name, v, lab) for v, lab in vals)
+    return "\n".join(out) + "\n"

@@ -1,0 +1,278 @@
+"""A small loopback HTTP server running transformers' continuous batching with the ledger attached.
+
+``python -m witprobe.serving.server --out DIR`` loads SmolLM2 (``attn_implementation="paged|eager"``,
+CPU), creates a ``ContinuousBatchingManager``, attaches the ledger (journal ``DIR/journal.sqlite``),
+runs the warmup request (warmup account, uid 0), and serves on ``127.0.0.1`` only:
+
+====================  ===========================================================================
+``POST /generate``    ``{"request_id", "prompt" | "input_ids", "max_new_tokens"}`` -> tokens, text,
+                      the request's verdict and the committed journal head ``[seq, hash]``
+``GET /verdict/ID``   the verdict of one request (404 if unknown)
+``GET /verdicts``     every user request's verdict
+``GET /metrics``      Prometheus text format
+``GET /journal/head`` ``{"seq", "hash"}`` of the last committed journal record
+``POST /shutdown``    stop the engine, close the journal, exit
+====================  ===========================================================================
+
+When it is ready it writes ``--ready-file`` (``{"port", "pid"}``, temp file + rename). SIGTERM is a
+clean shutdown; SIGKILL leaves the journal valid up to its last committed record, without ``close``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+RID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Engine geometry: paged-cache page size and blocks, tokens per forward, default generation length."""
+
+    page_size: int = 16
+    num_blocks: int = 96
+    max_batch_tokens: int = 64
+    max_new_tokens: int = 8
+    request_timeout_s: float = 300.0
+
+
+class Engine:
+    """The model, its continuous-batching manager, the attached ledger (or none) and result routing."""
+
+    def __init__(self, ecfg: EngineConfig, lcfg: Any | None, journal: Path | None) -> None:
+        import torch
+        from transformers import GenerationConfig
+        from transformers.generation.configuration_utils import ContinuousBatchingConfig
+
+        from witprobe.models.zoo import load_model
+
+        torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+        self.ecfg = ecfg
+        lm = load_model("smollm2", attn_implementation="paged|eager")
+        self.model, self.tok = lm.model, lm.tokenizer
+        gen = GenerationConfig(max_new_tokens=ecfg.max_new_tokens, do_sample=False, eos_token_id=-1)
+        cb = ContinuousBatchingConfig(page_size=ecfg.page_size, num_blocks=ecfg.num_blocks, max_batch_tokens=ecfg.max_batch_tokens,
+                                      use_async_batching=False, use_cuda_graph=False)
+        self.manager = self.model.init_continuous_batching(generation_config=gen, continuous_batching_config=cb)
+        self.ledger = None
+        if lcfg is not None:
+            from witprobe.serving.attach import attach
+
+            self.ledger = attach(self.manager, lcfg, journal=journal)
+        else:
+            self.manager.warmup()
+        self._waiters: dict[str, tuple[threading.Event, list[Any]]] = {}
+        self._lock = threading.Lock()
+        self.counters = {"requests_ok": 0, "requests_failed": 0, "tokens": 0}
+        self._stop = threading.Event()
+        self.manager.start()
+        self._router = threading.Thread(target=self._route, name="witprobe-results", daemon=True)
+        self._router.start()
+
+    def _route(self) -> None:
+        while not self._stop.is_set():
+            r = self.manager.get_result(timeout=0.1)
+            if r is None:
+                if not self.manager.is_running():
+                    time.sleep(0.05)
+                continue
+            if not r.is_finished():
+                continue
+            with self._lock:
+                w = self._waiters.get(r.request_id)
+            if w is not None:
+                w[1].append(r)
+                w[0].set()
+
+    def count(self, **inc: int) -> None:
+        with self._lock:
+            for k, v in inc.items():
+                self.counters[k] += v
+
+    def encode(self, prompt: str) -> list[int]:
+        return list(self.tok.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
+                                                 return_dict=True)["input_ids"])
+
+    def generate(self, rid: str, ids: list[int], max_new_tokens: int) -> Any:
+        ev: threading.Event = threading.Event()
+        with self._lock:
+            if rid in self._waiters:
+                raise KeyError(rid)
+            self._waiters[rid] = (ev, [])
+        if self.manager.add_request(ids, request_id=rid, max_new_tokens=max_new_tokens) is None:
+            raise RuntimeError("the engine is not accepting requests")
+        if not ev.wait(self.ecfg.request_timeout_s):
+            raise TimeoutError(f"request {rid} did not finish within {self.ecfg.request_timeout_s} s")
+        return self._waiters[rid][1][0]
+
+    def warmup(self, prompt: str, prefix: str) -> None:
+        """One warmup request (the warmup account). Two new tokens: a request that finishes in its first
+        forward registers no prefix blocks, so nothing of it could be shared."""
+        self.generate(f"{prefix}0", self.encode(prompt), 2)
+
+    def shutdown(self) -> None:
+        self.manager.stop(block=True, timeout=60)
+        self._stop.set()
+        if self.ledger is not None:
+            from witprobe.serving.attach import detach
+
+            detach(self.ledger)
+
+
+class Handler(BaseHTTPRequestHandler):
+    engine: Engine
+    server_version = "witprobe-serving/1"
+
+    def log_message(self, fmt: str, *args: Any) -> None:  # quiet: the journal is the record
+        return
+
+    def _send(self, code: int, body: Any, ctype: str = "application/json") -> None:
+        data = (body if isinstance(body, str) else json.dumps(body, default=str)).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _head(self) -> dict[str, Any]:
+        led = self.engine.ledger
+        if led is None:
+            return {"seq": None, "hash": None}
+        seq, h = led.journal.head
+        return {"seq": seq, "hash": h}
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        e = self.engine
+        if self.path == "/metrics":
+            if e.ledger is None:
+                return self._send(404, {"error": "no ledger attached"})
+            from witprobe.serving.metrics import prometheus_text
+
+            return self._send(200, prometheus_text(e.ledger, e.counters), "text/plain; version=0.0.4")
+        if self.path == "/journal/head":
+            return self._send(200, self._head())
+        if self.path == "/healthz":
+            return self._send(200, {"ok": e.manager.is_running()})
+        if self.path == "/verdicts":
+            if e.ledger is None:
+                return self._send(404, {"error": "no ledger attached"})
+            rids = sorted({a.rid for a in e.ledger.book.accounts.values() if a.kind == "user"})
+            return self._send(200, {r: e.ledger.verdict(r) for r in rids})
+        if self.path.startswith("/verdict/"):
+            rid = self.path[len("/verdict/"):]
+            v = e.ledger.verdict(rid) if e.ledger is not None else None
+            return self._send(200, v) if v is not None else self._send(404, {"error": f"unknown request {rid!r}"})
+        return self._send(404, {"error": f"no route {self.path}"})
+
+    def do_POST(self) -> None:  # noqa: N802
+        e = self.engine
+        if self.path == "/shutdown":
+            self._send(200, {"ok": True})
+            threading.Thread(target=self.server.shutdown, daemon=True).start()
+            return
+        if self.path != "/generate":
+            return self._send(404, {"error": f"no route {self.path}"})
+        try:
+            n = int(self.headers.get("Content-Length", "0"))
+            if not 0 < n <= 1 << 20:
+                raise ValueError("body must be 1 byte to 1 MiB of JSON")
+            req = json.loads(self.rfile.read(n))
+            rid = req.get("request_id")
+            if not isinstance(rid, str) or not RID.match(rid) or rid.startswith(e.ledger.cfg.warmup_prefix if e.ledger else "warmup-"):
+                raise ValueError("request_id must match [A-Za-z0-9_.:-]{1,64} and not use the warmup prefix")
+            mnt = req.get("max_new_tokens", e.ecfg.max_new_tokens)
+            if not isinstance(mnt, int) or not 1 <= mnt <= 256:
+                raise ValueError("max_new_tokens must be an integer in [1, 256]")
+            if "input_ids" in req:
+                ids = req["input_ids"]
+                if not (isinstance(ids, list) and ids and all(isinstance(t, int) and 0 <= t < e.model.config.vocab_size for t in ids)):
+                    raise ValueError("input_ids must be a nonempty list of token ids")
+            elif isinstance(req.get("prompt"), str) and req["prompt"]:
+                ids = e.encode(req["prompt"])
+            else:
+                raise ValueError("give a nonempty prompt or input_ids")
+        except (ValueError, TypeError) as err:
+            return self._send(400, {"error": str(err)})
+        try:
+            out = e.generate(rid, ids, mnt)
+        except KeyError:
+            return self._send(409, {"error": f"request_id {rid!r} was already used"})
+        except (TimeoutError, RuntimeError) as err:
+            e.count(requests_failed=1)
+            return self._send(503, {"error": str(err)})
+        if out.error is not None:
+            e.count(requests_failed=1)
+            return self._send(500, {"error": str(out.error), "request_id": rid})
+        e.count(requests_ok=1, tokens=len(out.generated_tokens))
+        self._send(200, {"request_id": rid, "tokens": list(out.generated_tokens), "text": e.tok.decode(out.generated_tokens),
+                         "verdict": e.ledger.verdict(rid) if e.ledger else None, "journal_head": self._head()})
+
+
+def _parser() -> argparse.ArgumentParser:
+    from witprobe.serving.config import FAULTS
+
+    p = argparse.ArgumentParser(prog="python -m witprobe.serving.server", description="Loopback serving with the ledger attached.")
+    p.add_argument("--out", type=Path, required=True, help="directory of the journal (journal.sqlite)")
+    p.add_argument("--ready-file", type=Path, required=True, help="written as {port, pid} once the server accepts requests")
+    p.add_argument("--port", type=int, default=0, help="loopback port (default: any free port)")
+    p.add_argument("--fault", choices=FAULTS, default="none")
+    p.add_argument("--no-ledger", action="store_true", help="serve without the ledger (baseline)")
+    p.add_argument("--num-blocks", type=int, default=EngineConfig.num_blocks)
+    p.add_argument("--max-batch-tokens", type=int, default=EngineConfig.max_batch_tokens)
+    p.add_argument("--max-new-tokens", type=int, default=EngineConfig.max_new_tokens)
+    p.add_argument("--synchronous", choices=("NORMAL", "FULL"), default="NORMAL")
+    p.add_argument("--parent-pid", type=int, default=None, help="shut down cleanly when this process is gone")
+    return p
+
+
+def _watch_parent(pid: int, httpd: ThreadingHTTPServer) -> None:
+    """A driver that died (or was killed) leaves no orphan server behind."""
+    while True:
+        time.sleep(0.5)
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            httpd.shutdown()
+            return
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = _parser().parse_args(argv)
+    from witprobe.ledger.trace import PROMPTS
+    from witprobe.serving.config import LiveConfig
+
+    lcfg = None if a.no_ledger else LiveConfig(fault=a.fault, synchronous=a.synchronous)
+    ecfg = EngineConfig(num_blocks=a.num_blocks, max_batch_tokens=a.max_batch_tokens, max_new_tokens=a.max_new_tokens)
+    engine = Engine(ecfg, lcfg, None if lcfg is None else a.out / "journal.sqlite")
+    engine.warmup(PROMPTS[0], lcfg.warmup_prefix if lcfg else "warmup-")
+    Handler.engine = engine
+    httpd = ThreadingHTTPServer((LOOPBACK, a.port), Handler)
+    httpd.daemon_threads = True
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=httpd.shutdown, daemon=True).start())
+    if a.parent_pid is not None:
+        threading.Thread(target=_watch_parent, args=(a.parent_pid, httpd), daemon=True).start()
+    tmp = a.ready_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"port": httpd.server_address[1], "pid": os.getpid()}))
+    tmp.replace(a.ready_file)
+    try:
+        httpd.serve_forever(poll_interval=0.2)
+    finally:
+        httpd.server_close()
+        engine.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
