@@ -78,7 +78,13 @@ WITNESS_ABOVE_SQRT_BANDS = SelfCheck(
     "{tensor}: witness W above sqrt(bands)*||Delta|| (Cauchy-Schwarz broken)")
 WRITE_CHECKS = (WITNESS_BELOW_RESIDUAL, WITNESS_ABOVE_SQRT_BANDS)
 
-TABLE: tuple[SelfCheck, ...] = WRITE_CHECKS + (
+# read-side self-checks of the attention-output meter (dense KV, run schema /3)
+OUTPUT_CHECKS = (
+    SelfCheck("rows_out_beaten", "read", "rows whose attention-output error exceeds its per-row bound"),
+    SelfCheck("rows_out_proj_beaten", "read", "rows whose projected output error exceeds its per-row bound"),
+)
+
+TABLE: tuple[SelfCheck, ...] = WRITE_CHECKS + OUTPUT_CHECKS + (
     SelfCheck("rows_plain_beaten", "read", "rows whose plain bound is below the realized TV"),
     SelfCheck("rows_centred_beaten", "read", "rows whose centred bound is below the realized TV"),
     SelfCheck("rows_eform_beaten", "read", "rows whose e-form bound is below the realized TV"),

@@ -35,7 +35,6 @@ from witprobe.calculus import rounding
 from witprobe.calculus.tiers import Tier
 from witprobe.certify import verdict
 from witprobe.certify.derive import Claim, Derivation
-from witprobe.certify.derive_values import OUTPUT_COUNTERS
 from witprobe.certify.kernels import KernelOutcomes
 from witprobe.formal import coq_runner
 from witprobe.formal.claim_theorems import ClaimTheorem
@@ -166,7 +165,7 @@ def assemble(run_sha: str, deriv: Derivation, obligations_sha: str | None, coq_s
     by_claim = {t.claim_id: t for t in deriv.theorems}
     claims = [claim_json(c, run_sha, by_claim.get(c.id), outcomes) for c in deriv.claims]
     self_checks = {
-        k: {"count": v, "ok": v == 0, "meaning": OUTPUT_COUNTERS.get(k) or self_check_meaning(k)} for k, v in sorted(deriv.self_checks.items())
+        k: {"count": v, "ok": v == 0, "meaning": self_check_meaning(k)} for k, v in sorted(deriv.self_checks.items())
     }
     tiers = {t.value: sum(1 for c in claims if c["tier"] == t.value) for t in sorted(Tier, key=lambda t: t.value)}  # the order JSON stores (sort_keys)
     ok = not deriv.failures and all(v["ok"] for v in self_checks.values())

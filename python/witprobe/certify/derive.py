@@ -16,7 +16,7 @@ from typing import Any
 
 from witprobe.calculus import float_error, rounding
 from witprobe.certify.coverage import coverage
-from witprobe.certify.derive_values import OUTPUT_COUNTERS, output_claims
+from witprobe.certify.derive_values import output_claims
 from witprobe.certify.end_to_end import RunScope, run_scope
 from witprobe.calculus import bridges
 from witprobe.calculus.contracts import Chain, ChainEvaluation, parallel

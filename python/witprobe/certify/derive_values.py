@@ -24,14 +24,12 @@ from typing import Any
 from witprobe.calculus import rounding
 from witprobe.calculus.metrics import Metric
 from witprobe.calculus.tiers import Tier
+from witprobe.self_checks import OUTPUT_CHECKS
 
 OUTPUT_SCHEMAS = ("witprobe-run/3",)  # run schemas whose dense-KV reads carry the output meter
 ATTN_OUT = Metric("attn_out", "l2", "read")
 ATTN_OUT_PROJ = Metric("attn_out_proj", "l2", "read")
-OUTPUT_COUNTERS = {
-    "rows_out_beaten": "rows whose attention-output error exceeds its per-row bound",
-    "rows_out_proj_beaten": "rows whose projected output error exceeds its per-row bound",
-}
+OUTPUT_COUNTERS = tuple(c.pattern for c in OUTPUT_CHECKS)  # names, meanings in witprobe.self_checks
 
 
 def _max(read: dict[str, Any], key: str, where: str) -> float:
