@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from witprobe.calculus.float_error import allowance
+from witprobe.probe.box_sup import BoxSupSpec, box_sup_bound
 
 VIOLATION_TOL = 1e-5
 
@@ -91,6 +92,7 @@ class ReadRows:
     score_err: torch.Tensor | None = None  # max over visible keys of the served-score error bound
     score_abs_max: torch.Tensor | None = None  # max over visible keys of |s_served| (sink included)
     keys: torch.Tensor | None = None  # visible keys (float64 counts)
+    boxsup_bound: torch.Tensor | None = None  # box supremum bound (witprobe.probe.box_sup), when metered
 
 
 def score_error(q: torch.Tensor, k: torch.Tensor, scaling: float) -> torch.Tensor:
@@ -135,6 +137,7 @@ def read_rows_from_scores(
     components: list[ScoreComponent],
     scaling: float,
     score_err: torch.Tensor | None = None,
+    box_sup: BoxSupSpec | None = None,
 ) -> ReadRows:
     """Per-row readings and the three bounds from exact and served scores ``(B, H, Q, T)``.
 
@@ -142,6 +145,8 @@ def read_rows_from_scores(
     ``visible`` is the boolean mask of keys each row attends to. ``score_err`` ``(B, H, Q, T)``
     bounds the float64 error of ``s_served`` (see :func:`score_error`); with it the rows also
     carry the magnitudes that the e-form's error analysis needs (``docs/TRUST_BOUNDARY.md``).
+    With ``box_sup`` the rows also carry the box supremum bound of :mod:`witprobe.probe.box_sup`
+    over the same radii ``c_t`` and served distribution ``p'``.
     """
     hidden = torch.full_like(s_exact, -math.inf)
     p = torch.softmax(torch.where(visible, s_exact.to(torch.float64), hidden), dim=-1)
@@ -176,6 +181,7 @@ def read_rows_from_scores(
         score_err=err,
         score_abs_max=torch.where(visible, s_served.to(torch.float64).abs(), zero).amax(-1),
         keys=visible.sum(-1).to(torch.float64),
+        boxsup_bound=None if box_sup is None else box_sup_bound(ps, c, box_sup),
     )
 
 
