@@ -88,6 +88,7 @@ TABLE: tuple[SelfCheck, ...] = WRITE_CHECKS + OUTPUT_CHECKS + (
     SelfCheck("rows_plain_beaten", "read", "rows whose plain bound is below the realized TV"),
     SelfCheck("rows_centred_beaten", "read", "rows whose centred bound is below the realized TV"),
     SelfCheck("rows_eform_beaten", "read", "rows whose e-form bound is below the realized TV"),
+    SelfCheck("rows_boxsup_beaten", "read", "rows whose box-supremum bound is below the realized TV"),
     SelfCheck("latent_recon_mismatch", "read",
               "key rows where W_UK c does not reproduce the key the model expanded"),
     SelfCheck("indexer_recon_mismatch", "read",

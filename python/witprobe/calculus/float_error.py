@@ -171,6 +171,39 @@ def eform_rel(s: Sizes, score_err: Fraction, score_abs_max: Fraction, c_max: Fra
     return 1 / lam - 1
 
 
+def boxsup_rel(keys: int, score_err: Fraction, score_abs_max: Fraction) -> Fraction:
+    """Relative error of the box-sup bound's centre: ``p'_t <= p_hat_t (1 + boxsup_rel)``.
+
+    The meter (:mod:`witprobe.probe.box_sup`) evaluates ``Psi`` at the float64 softmax
+    ``p_hat`` of the computed served scores, which differ from the real ones by at most
+    ``score_err`` (L5: a factor ``e^{2 delta}``) and carry the softmax deficit. ``Psi`` is linear in
+    the centre with nonnegative coefficients, so the bound scales by ``1 + boxsup_rel``; the meter
+    widens the ``1/Z`` range by ``2**-20``, which covers the same error of ``Z`` while
+    ``boxsup_rel <= 2**-21`` (:func:`boxsup_problems`).
+    """
+    return exp_up(2 * score_err) / _softmax_deficit(keys, score_abs_max) - 1
+
+
+BOXSUP_RANGE_LIMIT = Fraction(1, 1 << 21)  # half the meter's widening of the 1/Z range (2**-20)
+
+
+def boxsup_problems(keys: int, score_err: Fraction, score_abs_max: Fraction) -> list[str]:
+    """Why the box-sup bound's float64 analysis does not apply to a layer (empty when it does)."""
+    try:
+        rel = boxsup_rel(keys, score_err, score_abs_max)
+    except FloatBoundError as e:
+        return [f"float64 error analysis of the box-sup bound does not apply: {e}"]
+    if rel > BOXSUP_RANGE_LIMIT:
+        return [f"boxsup: centre error {float(rel):.3g} exceeds the meter's range margin {float(BOXSUP_RANGE_LIMIT):.3g} "
+                f"(keys {keys})"]
+    return []
+
+
+def boxsup_floor(keys: int, c_max: Fraction) -> Fraction:
+    """Absolute floor for underflowed centre probabilities: each carries a coefficient ``<= e^{2C}``."""
+    return _floor(keys, 2 * c_max + 1)
+
+
 def _floor(keys: int, exponent: Fraction) -> Fraction:
     """``keys * 2**-1019 * 2**(ceil(exponent * log2 e) + 1)``, at least ``4 keys 2**-1021 e**exponent``."""
     k = max(math.ceil(exponent * LOG2_E_UP), 0) + 1

@@ -265,6 +265,9 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
             best_v = min((f.bound for f in bounded), default=None)
             attn = Claim(cid, idx, ATTN_TV, None, best_v, True, reg_tier, realized, forms, memory_class=mclass)
             best_eval = None
+        if "boxsup_bound" in read:
+            attn.extra["boxsup"] = _boxsup(idx, read, where, realized, sizes.keys, score_err, score_abs_max, c_max,
+                                           failures)
         claims.append(attn)
         if mclass == "dense_kv":  # the values' effect: attention output before and after W_o
             claims.extend(output_claims(idx, layer, read, attn, run.get("schema"), checks, failures, where, Claim))
@@ -275,6 +278,37 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
             claims.append(_pooling_claim(idx, write, where))
         readings.append(_layer_readings(idx, mclass, write, read, where))
     return Derivation(claims, obligations, checks, failures, readings, coverage(run), theorems, run_scope(run))
+
+
+BOXSUP_REASON = ("box supremum of the TV over the per-key score box (witprobe.probe.box_sup): no kernel-checked "
+                 "library theorem states it yet, so it is reported beside the certified forms")
+
+
+def _boxsup(idx: int, read: dict[str, Any], where: str, realized: float, keys: int, score_err: Fraction | None,
+            score_abs_max: Fraction | None, c_max: Fraction, failures: list[str]) -> dict[str, Any]:
+    """The layer's box-sup bound (empirical tier), rounded outward from the meter's row maximum.
+
+    ``up(max_rows B_row) * (1 + boxsup_rel) + boxsup_floor`` (see :mod:`witprobe.probe.box_sup` and
+    :func:`witprobe.calculus.float_error.boxsup_rel`); a bound below the realized TV is a failure.
+    """
+    out: dict[str, Any] = {"tier": Tier.EMPIRICAL.value, "reason": BOXSUP_REASON, "bound": None,
+                           "vacuous": True, "beaten_by_realized": False, "tightness": None}
+    if score_err is None or score_abs_max is None:
+        failures.append(f"layer {idx}: boxsup: the run records no score magnitudes for its float64 analysis (fail closed)")
+        return out
+    problems = float_error.boxsup_problems(keys, score_err, score_abs_max)
+    if problems:
+        failures.extend(f"layer {idx}: {p} (fail closed)" for p in problems)
+        return out
+    raw = rounding.up(_recorded_max(read, "boxsup_bound", where), what=f"{where} boxsup_bound")
+    bound = raw * (1 + float_error.boxsup_rel(keys, score_err, score_abs_max)) + float_error.boxsup_floor(keys, c_max)
+    beaten = bound < Fraction(realized)
+    if beaten:
+        failures.append(f"layer {idx}: boxsup bound {float(bound):.6g} beaten by realized TV {realized:.6g}")
+    out.update({"bound": {"decimal_up": rounding.decimal_up(bound, 6), "exact": rounding.fraction_text(bound)},
+                "vacuous": bound >= 1, "beaten_by_realized": beaten,
+                "tightness": float(bound) / realized if realized > 0 else None})
+    return out
 
 
 def _half_life(log_a: float | None) -> float | None:
@@ -426,4 +460,7 @@ def _layer_readings(idx: int, mclass: str, write: dict[str, Any], read: dict[str
         out[f"rows_{form}_vacuous_share"] = _counter(read, f"rows_{form}_vacuous", where) / rows if rows else None
         out[f"{form}_row_bound_max"] = _stat(read, f"{form}_bound", "max", where)
     out["rows_best_vacuous_share"] = _counter(read, "rows_best_vacuous", where) / rows if rows else None
+    if "boxsup_bound" in read:
+        out["boxsup_row_bound_max"] = _stat(read, "boxsup_bound", "max", where)
+        out["rows_boxsup_vacuous_share"] = _counter(read, "rows_boxsup_vacuous", where) / rows if rows else None
     return out

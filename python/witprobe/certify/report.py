@@ -20,17 +20,21 @@ def _bound(b: dict[str, Any] | None, vacuous: bool = False) -> str:
 
 
 def print_table(cert: dict[str, Any], out: TextIO) -> None:
-    """Layer | rel. residual | W/||D|| | realized TV | plain | e-form | centred | certified | tightness | tier."""
+    """Layer | rel. residual | W/||D|| | realized TV | plain | e-form | centred | certified | tightness | tier | box-sup.
+
+    The box-sup column (empirical: no library theorem states it yet) is printed when the run metered it.
+    """
     readings = {r["layer"]: r for r in cert["readings"]}
     head = (
         f"{'layer':>5} {'rel.res%':>8} {'W/|D|':>6} {'TV real':>8} {'plain':>7} {'e-form':>7} {'centred':>7} "
-        f"{'bound':>7} {'form':>7} {'tight':>6} {'tier':>9}"
+        f"{'bound':>7} {'form':>7} {'tight':>6} {'tier':>9} {'box-sup':>7} {'tight':>6}"
     )
     print(head, file=out)
     print("-" * len(head), file=out)
     for c in (c for c in cert["claims"] if c["kind"] == "attn_tv"):
         r = readings.get(c["layer"], {})
         f = c["forms"]
+        box = (c.get("extra") or {}).get("boxsup") or {}
         main = r.get("main_tensor", "key")
         rel = r.get(f"{main}_rel_residual_mean")
         print(
@@ -40,10 +44,10 @@ def print_table(cert: dict[str, Any], out: TextIO) -> None:
             f"{_bound(f.get('eform', {}).get('bound'), f.get('eform', {}).get('vacuous', False)):>7} "
             f"{_bound(f.get('centred', {}).get('bound'), f.get('centred', {}).get('vacuous', False)):>7} "
             f"{_bound(c['bound'], c['vacuous']):>7} {c['form'] or '-':>7} {_num(c['tightness'], '{:.1f}'):>6} "
-            f"{c['tier']:>9}",
+            f"{c['tier']:>9} {_bound(box.get('bound'), box.get('vacuous', False)):>7} {_num(box.get('tightness'), '{:.1f}'):>6}",
             file=out,
         )
-    print("(* = vacuous: a TV bound >= 1 says nothing; bounds are rounded up)", file=out)
+    print("(* = vacuous: a TV bound >= 1 says nothing; bounds are rounded up; box-sup is empirical)", file=out)
     print_outputs(cert, out)
     print_recurrent(cert, out)
     print_pooling(cert, out)

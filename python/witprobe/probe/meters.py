@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from witprobe.calculus.float_error import allowance
+from witprobe.probe.box_sup import BoxSupSpec, box_sup_bound
 
 VIOLATION_TOL = 1e-5
 
@@ -93,6 +94,7 @@ class ReadRows:
     keys: torch.Tensor | None = None  # visible keys (float64 counts)
     p_exact: torch.Tensor | None = None  # (B, H, Q, T) exact attention distribution (for the output meter)
     p_served: torch.Tensor | None = None  # (B, H, Q, T) served attention distribution
+    boxsup_bound: torch.Tensor | None = None  # box supremum bound (witprobe.probe.box_sup), when metered
 
 
 def score_error(q: torch.Tensor, k: torch.Tensor, scaling: float) -> torch.Tensor:
@@ -137,6 +139,7 @@ def read_rows_from_scores(
     components: list[ScoreComponent],
     scaling: float,
     score_err: torch.Tensor | None = None,
+    box_sup: BoxSupSpec | None = None,
 ) -> ReadRows:
     """Per-row readings and the three bounds from exact and served scores ``(B, H, Q, T)``.
 
@@ -144,6 +147,8 @@ def read_rows_from_scores(
     ``visible`` is the boolean mask of keys each row attends to. ``score_err`` ``(B, H, Q, T)``
     bounds the float64 error of ``s_served`` (see :func:`score_error`); with it the rows also
     carry the magnitudes that the e-form's error analysis needs (``docs/TRUST_BOUNDARY.md``).
+    With ``box_sup`` the rows also carry the box supremum bound of :mod:`witprobe.probe.box_sup`
+    over the same radii ``c_t`` and served distribution ``p'``.
     """
     hidden = torch.full_like(s_exact, -math.inf)
     p = torch.softmax(torch.where(visible, s_exact.to(torch.float64), hidden), dim=-1)
@@ -180,6 +185,7 @@ def read_rows_from_scores(
         keys=visible.sum(-1).to(torch.float64),
         p_exact=p,
         p_served=ps,
+        boxsup_bound=None if box_sup is None else box_sup_bound(ps, c, box_sup),
     )
 
 

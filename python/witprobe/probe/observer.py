@@ -22,6 +22,7 @@ from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
 from witprobe.probe.accumulators import Accumulator
+from witprobe.probe.box_sup import DEFAULT_SPEC as BOX_SUP_DEFAULT, BoxSupSpec
 from witprobe.probe.meters import (ScoreComponent, WitnessBatch, output_rows, read_rows_from_scores,
                                    witness_violations)
 from witprobe.probe.runtime import ProbeRuntime
@@ -162,6 +163,9 @@ class Observer:
         Optional always-on probe (:class:`witprobe.probe.runtime.ProbeRuntime`) that also meters
         the stored entries of every write on its declared layers; read it back with
         :meth:`probe_snapshot`. Without it the observer behaves exactly as before.
+    box_sup:
+        Resolution of the per-row box supremum bound (:mod:`witprobe.probe.box_sup`), folded as
+        ``boxsup_bound`` beside the three chain forms; ``None`` skips it.
     """
 
     def __init__(
@@ -170,6 +174,7 @@ class Observer:
         device: torch.device | str = "cpu",
         row_chunk: int = 256,
         probe: ProbeRuntime | None = None,
+        box_sup: BoxSupSpec | None = BOX_SUP_DEFAULT,
     ) -> None:
         if probe is not None and probe.num_layers != num_layers:
             raise ObserverError(f"probe runtime has {probe.num_layers} layers, the observer {num_layers}")
@@ -177,6 +182,7 @@ class Observer:
         self.num_layers = num_layers
         self.cache: WitnessCache | None = None
         self.row_chunk = row_chunk
+        self.box_sup = box_sup
         self.write = [Accumulator(device) for _ in range(num_layers)]
         self.read = [Accumulator(device) for _ in range(num_layers)]
         self.host_write_calls = [0] * num_layers
@@ -310,7 +316,7 @@ class Observer:
             if sinks is not None:
                 inputs = with_sinks(inputs, sinks)
             rows = read_rows_from_scores(inputs.s_exact, inputs.s_served, inputs.visible, inputs.components, scaling,
-                                         inputs.score_err)
+                                         inputs.score_err, self.box_sup)
             self._fold_rows(acc, rows)
             if value is not None and sinks is None and indices is None and hasattr(layer, "read_values"):
                 try:
@@ -388,6 +394,12 @@ class Observer:
             acc.count(f"rows_{form}_beaten", tv > b * (1 + BEATEN_REL_TOL) + BEATEN_ABS_TOL)
             ratio = b / tv
             acc.fold(f"{form}_tightness", ratio[tv > 0])
+        if rows.boxsup_bound is not None:  # an empirical form beside the chains (no library theorem yet)
+            b = rows.boxsup_bound
+            acc.fold("boxsup_bound", b)
+            acc.count("rows_boxsup_vacuous", b >= 1)
+            acc.count("rows_boxsup_beaten", tv > b * (1 + BEATEN_REL_TOL) + BEATEN_ABS_TOL)
+            acc.fold("boxsup_tightness", (b / tv)[tv > 0])
         acc.count("rows", torch.ones_like(tv, dtype=torch.bool))
 
     def probe_snapshot(self, meta: dict | None = None) -> dict:
