@@ -19,11 +19,28 @@ def _bound(b: dict[str, Any] | None, vacuous: bool = False) -> str:
     return f"{s}*" if vacuous else s
 
 
+CLAIM_FIELDS = ("id", "kind", "layer", "bound", "vacuous", "tier")  # what every claim of a certificate carries
+
+
+def require_claims(cert: dict[str, Any]) -> None:
+    """Read every claim's common fields, whichever table prints it (or none does): a claim
+    without a tier, or with a tier witprobe does not know, is a corrupt certificate (fail closed)."""
+    from witprobe.calculus.tiers import Tier
+
+    known = {t.value for t in Tier}
+    for c in cert["claims"]:
+        for k in CLAIM_FIELDS:
+            _ = c[k]  # a tracked read: a missing field names its JSON path
+        if c["tier"] not in known:
+            raise ValueError(f"tier {c['tier']!r} is not one of {sorted(known)}")
+
+
 def print_table(cert: dict[str, Any], out: TextIO) -> None:
     """Layer | rel. residual | W/||D|| | realized TV | plain | e-form | centred | certified | tightness | tier | box-sup.
 
     The box-sup column (empirical: no library theorem states it yet) is printed when the run metered it.
     """
+    require_claims(cert)
     readings = {r["layer"]: r for r in cert["readings"]}
     head = (
         f"{'layer':>5} {'rel.res%':>8} {'W/|D|':>6} {'TV real':>8} {'plain':>7} {'e-form':>7} {'centred':>7} "
