@@ -51,3 +51,22 @@ def test_readme_example_is_the_committed_smollm2_artifact_verbatim(capsys):
     assert len(lines) >= 8
     missing = [ln for ln in lines if ln not in shown]
     assert not missing, f"README example lines not printed for the artifact: {missing}"
+
+
+def test_readme_ledger_numbers_are_what_simulate_reports(tmp_path):
+    """The ledger paragraph's criteria count and read checks per rank are re-measured, not remembered."""
+    import json
+
+    from witprobe.ledger.cli import main as ledger_main
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    criteria = re.search(r"a gate of (\d+) criteria", text)
+    checks = re.search(r"with (\d+) ranks makes ([\d,]+) read checks per rank", text)
+    assert criteria and checks, "the README's ledger paragraph states the criteria count and the read checks"
+    out = tmp_path / "ledger"
+    assert ledger_main(["simulate", "--accounts", "8", "--workers", "8", "--out", str(out)]) == 0
+    gate = json.loads((out / "gate.json").read_text())
+    assert gate["n_criteria"] == int(criteria.group(1)) == len(gate["criteria"])
+    per_rank = gate["criteria"]["read_checks_present"]["value"]
+    assert len(per_rank) == int(checks.group(1))
+    assert set(per_rank.values()) == {int(checks.group(2).replace(",", ""))}, per_rank
