@@ -70,3 +70,32 @@ def test_readme_ledger_numbers_are_what_simulate_reports(tmp_path):
     per_rank = gate["criteria"]["read_checks_present"]["value"]
     assert len(per_rank) == int(checks.group(1))
     assert set(per_rank.values()) == {int(checks.group(2).replace(",", ""))}, per_rank
+
+
+def _pct(x: float) -> str:
+    """The README's signed percentage with one decimal (``-0.0157`` -> ``-1.6%``)."""
+    return f"{100 * x:+.1f}%"
+
+
+def test_readme_probe_overhead_table_is_the_committed_bench_json():
+    """Every cell of the overhead table is the committed bench result, formatted, not retyped."""
+    import json
+
+    bench = json.loads((ROOT / "bench" / "results" / "probe_overhead_cpu.json").read_text())
+    text = (ROOT / "README.md").read_text()
+    command = bench["command"].split(" --out ")[0]
+    assert f"(`{command}`" in " ".join(text.split()), "the README cites the command that made the JSON"
+    table = text.split("| batch | one declared layer |", 1)[1].split("\n\n", 1)[0]
+    rows = {m.group(1): [c.strip() for c in m.group(2).split("|")]
+            for m in re.finditer(r"^\| (\d+) \|(.*)\|$", table, re.MULTILINE)}
+    assert set(rows) == set(bench["comparison"]), rows
+    for batch, cells in rows.items():
+        run = bench["comparison"][batch]
+        one, fused, unfused = (run["settings"][k] for k in ("one_layer", "all_layers", "all_layers_unfused"))
+        inside = one["throughput_inside_noise_floor"] and one["p99_inside_noise_floor"]
+        assert cells[0] == (f"{_pct(one['delta_throughput'])} tok/s, {_pct(one['delta_p99'])} p99: "
+                            + ("inside the floor" if inside else "outside the floor")), (batch, cells[0])
+        assert cells[1] == f"{fused['cost_ratio']:.2f}x step time", (batch, cells[1])
+        assert cells[2] == f"{unfused['cost_ratio']:.2f}x", (batch, cells[2])
+        floor = run["noise_floor"]
+        assert cells[3] == f"+-{100 * floor['throughput']:.1f}%, +-{100 * floor['p99']:.1f}%", (batch, cells[3])
