@@ -78,3 +78,35 @@ def test_latent_storage_cannot_feed_the_dense_score_bridge():
     inp = ReadMaxima(Fraction(2), Fraction(1, 10), Fraction(1, 20), Fraction(1, 30))
     for form in ("plain", "centred", "eform"):
         assert str(read_chain(form, inp, bridges.LATENT).m_in) == "latent:l2@write"
+
+
+def test_latent_layer_reads_through_the_kernel_reference(tiny_mla, monkeypatch):
+    """The latent layer's radii are built by :func:`meters_latent.latent_components`, the function
+    :func:`latent_witness` (the fused kernel's reference) is made of: with the layer's ``u`` band
+    allowance removed, its radii equal ``latent_witness`` on the same inputs."""
+    import witprobe.probe.latent as latent_mod
+    from witprobe.probe.meters import component_radii
+    from witprobe.probe.meters_latent import latent_components, latent_witness
+
+    calls = []
+
+    def spy(u_bands, q_pe_bands, lat, rope):
+        calls.append((u_bands, q_pe_bands, lat, rope))
+        return latent_components(u_bands, q_pe_bands, lat, rope)
+
+    monkeypatch.setattr(latent_mod, "latent_components", spy)
+    cfg = MeasureConfig(model="tiny-mla", codec="int4", bands=4, max_new_tokens=2,
+                        prompts=("The capital of France is",), reference=False)
+    measure(tiny_mla, cfg)
+    assert len(calls) >= 2 * 2, "every latent read of both layers builds its radii through latent_components"
+    u_bands, q_pe_bands, lat, rope = calls[-1]
+    # a u whose band norms are u_bands: put each band's norm on its first coordinate
+    b, h, q, nb = u_bands.shape
+    width = 32 // nb
+    u = torch.zeros(b, h, q, 32, dtype=torch.float64)
+    u[..., ::width] = u_bands
+    q_pe = torch.zeros(b, h, q, 8, dtype=torch.float64)
+    q_pe[..., :: 8 // q_pe_bands.shape[-1]] = q_pe_bands
+    ref = latent_witness(u, q_pe, lat, rope, 0.25).c
+    mine = component_radii(latent_components(u_bands, q_pe_bands, lat, rope), 0.25, ref.shape)
+    assert torch.allclose(mine, ref, rtol=1e-12, atol=0)

@@ -20,8 +20,8 @@ from transformers.cache_utils import DynamicLayer
 
 from witprobe.calculus.float_error import allowance
 from witprobe.memory.codecs import Codec
-from witprobe.probe.meters import ScoreComponent, band_norms, band_witness, score_error, visibility
-from witprobe.probe.meters_latent import effective_query, w_uk_from_kv_b_proj
+from witprobe.probe.meters import band_norms, band_witness, score_error, visibility
+from witprobe.probe.meters_latent import effective_query, latent_components, w_uk_from_kv_b_proj
 from witprobe.probe.witness_cache import ReadScores, WitnessLayerMixin, WriteRecorder, bands_for
 
 RECON_REL_TOL = 1e-4
@@ -135,10 +135,8 @@ class WitnessLatentLayer(WitnessLayerMixin, DynamicLayer):
         q_nope_norm = q[..., :nope].norm(dim=-1)  # B,H,Q
         w_band_f = wuk.reshape(heads, nope, bl, r // bl).pow(2).sum(dim=(1, 3)).sqrt()  # H,bl
         u_bands = band_norms(u, bl) + allowance(nope) * q_nope_norm.unsqueeze(-1) * w_band_f[None, :, None, :]
-        comps = [
-            ScoreComponent(u_bands, self.latent_band_norms.expand(-1, heads, -1, -1)),
-            ScoreComponent(band_norms(q[..., nope:], self.bands_rope), self.rope_band_norms.expand(-1, heads, -1, -1)),
-        ]
+        comps = latent_components(u_bands, band_norms(q[..., nope:], self.bands_rope),
+                                  self.latent_band_norms[:, 0], self.rope_band_norms[:, 0])
         # served scores: keys expanded in float64 (dot length r, error gamma_r |W||c|), then q . k
         w_f = wuk.pow(2).sum(dim=(1, 2)).sqrt()  # H
         c_norm = self.keys[:, 0].to(torch.float64).norm(dim=-1)  # B,T

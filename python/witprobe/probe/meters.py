@@ -132,6 +132,20 @@ class ScoreComponent:
     k_band_norms: torch.Tensor
 
 
+def component_radii(components: list[ScoreComponent], scaling: float, shape: torch.Size) -> torch.Tensor:
+    """Per-key score-error radii ``c_t = scale * sum_components sum_b ||q_b|| ||Delta k_{t,b}||``.
+
+    The one computation of the banded Cauchy-Schwarz radius (dense and latent reads, and the
+    reference of the fused latent kernel). ``shape`` is ``(B, H, Q, T)``; returns float64 of that
+    shape, in score units (the scale already applied).
+    """
+    c = torch.zeros(shape, dtype=torch.float64, device=components[0].q_band_norms.device if components else None)
+    for comp in components:
+        c = c + torch.einsum("bhqn,bhtn->bhqt", comp.q_band_norms.to(torch.float64),
+                             comp.k_band_norms.to(torch.float64)) * scaling
+    return c
+
+
 def read_rows_from_scores(
     s_exact: torch.Tensor,
     s_served: torch.Tensor,
@@ -154,13 +168,12 @@ def read_rows_from_scores(
     p = torch.softmax(torch.where(visible, s_exact.to(torch.float64), hidden), dim=-1)
     ps = torch.softmax(torch.where(visible, s_served.to(torch.float64), hidden), dim=-1)
     tv = 0.5 * (p - ps).abs().sum(-1)
-    c = torch.zeros_like(p)
+    c = component_radii(components, scaling, p.shape)
     w = torch.zeros(p.shape[:2] + p.shape[3:], dtype=torch.float64, device=p.device)  # B,H,T
     q_sq_max = torch.zeros(p.shape[:3], dtype=torch.float64, device=p.device)
     for comp in components:
         qn = comp.q_band_norms.to(torch.float64)
         kn = comp.k_band_norms.to(torch.float64)
-        c = c + torch.einsum("bhqn,bhtn->bhqt", qn, kn) * scaling
         w = w + kn.sum(-1)
         q_sq_max = torch.maximum(q_sq_max, (qn * qn).sum(-1))
     c = torch.where(visible, c, torch.zeros_like(c))

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import torch
 
-from witprobe.probe.meters import band_norms  # noqa: F401 - re-exported for the kernel tests
+from witprobe.probe.meters import ScoreComponent, band_norms, component_radii
 
 
 class LatentWitnessError(ValueError):
@@ -98,6 +98,33 @@ class LatentWitness:
     c_max: torch.Tensor
 
 
+def latent_components(
+    u_band_norms: torch.Tensor,
+    q_pe_band_norms: torch.Tensor,
+    latent_band_norms: torch.Tensor,
+    rope_band_norms: torch.Tensor,
+) -> list[ScoreComponent]:
+    """The two score components of a latent read: ``||u_b||`` against ``||Delta c_{t,b}||`` and
+    ``||q_pe,b||`` against ``||Delta k_pe,{t,b}||``.
+
+    The latent layer (:meth:`witprobe.probe.latent.WitnessLatentLayer.read_scores`) and
+    :func:`latent_witness` (the fused kernel's reference) both build their radii here.
+
+    Parameters
+    ----------
+    u_band_norms, q_pe_band_norms:
+        ``(B, H, Q, bands_c)`` and ``(B, H, Q, bands_pe)`` query-side band norms (the layer adds
+        the float allowance of ``u`` to the first before calling).
+    latent_band_norms, rope_band_norms:
+        ``(B, T, bands)`` residual band norms recorded at the writes, shared by all heads.
+    """
+    heads = u_band_norms.shape[1]
+    return [
+        ScoreComponent(u_band_norms, latent_band_norms.unsqueeze(1).expand(-1, heads, -1, -1)),
+        ScoreComponent(q_pe_band_norms, rope_band_norms.unsqueeze(1).expand(-1, heads, -1, -1)),
+    ]
+
+
 def latent_witness(
     u: torch.Tensor,
     q_pe: torch.Tensor,
@@ -133,11 +160,9 @@ def latent_witness(
             f"latent band norms {tuple(latent_band_norms.shape)} and rope band norms "
             f"{tuple(rope_band_norms.shape)} must share (B, T) with B = {b}"
         )
-    ub = band_norms(u, latent_band_norms.shape[-1])  # B,H,Q,bands_c
-    qb = band_norms(q_pe, rope_band_norms.shape[-1])  # B,H,Q,bands_pe
-    c = torch.einsum("bhqn,btn->bhqt", ub, latent_band_norms.to(torch.float64))
-    c = c + torch.einsum("bhqn,btn->bhqt", qb, rope_band_norms.to(torch.float64))
-    c = c * float(scale)
+    comps = latent_components(band_norms(u, latent_band_norms.shape[-1]),
+                              band_norms(q_pe, rope_band_norms.shape[-1]), latent_band_norms, rope_band_norms)
+    c = component_radii(comps, float(scale), u.shape[:3] + latent_band_norms.shape[1:2])
     c_max = c.amax(dim=-1) if c.shape[-1] else torch.zeros(c.shape[:-1], dtype=torch.float64, device=c.device)
     return LatentWitness(c=c, c_max=c_max)
 
