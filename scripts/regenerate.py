@@ -1,0 +1,95 @@
+"""Regenerate every committed artifact: ``python scripts/regenerate.py [--bench] [--only NAME] [--list]``.
+
+One table, :data:`STEPS`, names each committed output under ``artifacts/`` and ``bench/results/``
+with the command that writes it. By default the frozen runs under ``artifacts/`` are rebuilt
+(a few minutes); ``--bench`` also reruns the benchmarks (much longer: see ``bench/RESULTS.md``).
+Steps run one after the other, each printing its command first; the first failing step stops
+the run with its exit status. ``tests/test_regenerate.py`` checks that every committed file under
+those folders belongs to a step, so an artifact without a documented command cannot land.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One regeneration: ``argv`` (run from the repository root) writes ``outputs``.
+
+    ``outputs`` are repository-relative paths (a folder covers every file below it);
+    ``copy`` is an optional ``(from, to)`` copied after the command succeeds.
+    """
+
+    name: str
+    outputs: tuple[str, ...]
+    argv: tuple[str, ...]
+    bench: bool = False
+    copy: tuple[str, str] | None = None
+    minutes: float = 1.0
+
+
+PY = sys.executable
+STEPS: tuple[Step, ...] = (
+    Step("coverage", ("artifacts/coverage",),
+         (PY, "-m", "witprobe.certify", "coverage", "--out", "artifacts/coverage"), minutes=3),
+    Step("campaign", ("artifacts/campaign/ledger_findings.json",),
+         (PY, "-m", "witprobe.ledger", "campaign", "--out", "runs/campaign", "--force"),
+         copy=("runs/campaign/findings.json", "artifacts/campaign/ledger_findings.json"), minutes=3),
+    Step("probe_overhead", ("bench/results/probe_overhead_cpu.json",),
+         (PY, "bench/probe_overhead.py", "--steps", "32", "--repeats", "7", "--batch-sizes", "1,4",
+          "--threads", "1", "--out", "bench/results/probe_overhead_cpu.json"), bench=True, minutes=20),
+    Step("codecs", ("bench/results/codecs_cpu.json",),
+         (PY, "bench/codecs.py", "--out", "bench/results/codecs_cpu.json"), bench=True, minutes=15),
+    Step("tightness", ("bench/results/tightness_cpu.json",),
+         (PY, "bench/tightness.py", "--new-tokens", "4", "--out", "bench/results/tightness_cpu.json"),
+         bench=True, minutes=20),
+    Step("ledger_replay", ("bench/results/ledger_replay.json",),
+         (PY, "bench/ledger_replay.py", "--repeat", "5"), bench=True, minutes=5),
+    Step("serving_throughput", ("bench/results/serving_throughput.json",),
+         (PY, "bench/serving_throughput.py"), bench=True, minutes=5),
+    Step("serving_kill", ("bench/results/serving_kill.json",),
+         (PY, "bench/serving_kill.py"), bench=True, minutes=10),
+)
+
+
+def covered(path: str) -> bool:
+    """Whether a repository-relative file is written by some step."""
+    return any(path == out or path.startswith(out.rstrip("/") + "/") for s in STEPS for out in s.outputs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bench", action="store_true", help="also rerun the benchmarks (long)")
+    ap.add_argument("--only", action="append", choices=[s.name for s in STEPS], help="run only these steps")
+    ap.add_argument("--list", action="store_true", help="print the steps and exit")
+    a = ap.parse_args(argv)
+    steps = [s for s in STEPS if (a.only and s.name in a.only) or (not a.only and (a.bench or not s.bench))]
+    if a.list:
+        for s in STEPS:
+            print(f"{s.name}\t{'bench' if s.bench else 'artifact'}\t~{s.minutes:g} min\t{' '.join(s.outputs)}")
+        return 0
+    for i, s in enumerate(steps, 1):
+        shown = " ".join("python" if x == PY else x for x in s.argv)
+        print(f"[{i}/{len(steps)}] {s.name} (~{s.minutes:g} min): {shown}", file=sys.stderr, flush=True)
+        t0 = time.monotonic()
+        rc = subprocess.call(list(s.argv), cwd=ROOT)
+        if rc != 0:
+            print(f"regenerate: step {s.name} failed with exit {rc}", file=sys.stderr)
+            return rc
+        if s.copy:
+            shutil.copyfile(ROOT / s.copy[0], ROOT / s.copy[1])
+        print(f"[{i}/{len(steps)}] {s.name} done in {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
