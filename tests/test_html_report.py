@@ -65,7 +65,7 @@ def test_report_states_the_artifacts_facts(run_dir, capsys):
     assert f"greedy tokens agree: {e['greedy_position_matches']}/{e['greedy_total']}" in page
     assert "<tr><td>smollm2</td><td>llama-gqa</td><td>plain_kv</td><td>30/30</td>" in page  # the coverage table
     assert "Coq: kernel-checked every claim theorem" in page and "coq: 30/30 kernel-checked" in page
-    assert len(_svgs(page)) == 6  # bounds, tightness, key and value writes, W/||D||, next-token TV
+    assert len(_svgs(page)) == 8  # TV bounds, tightness, two output bounds, key and value writes, W/||D||, next-token TV
 
 
 def test_report_is_self_contained(run_dir, capsys):
@@ -209,7 +209,7 @@ def test_report_renders_in_headless_chromium(run_dir, tmp_path, capsys):
     assert not errors, errors
     dom = _chromium("--dump-dom", url)
     assert dom.returncode == 0
-    assert dom.stdout.count("<svg") == 6 and dom.stdout.count("<rect") > 60, "the SVG plots are in the rendered DOM"
+    assert dom.stdout.count("<svg") == 8 and dom.stdout.count("<rect") > 60, "the SVG plots are in the rendered DOM"
     w, bpp, rows = _png_pixels(shot)
     colours = {row[i:i + 3] for row in rows[::4] for i in range(0, len(row), 4 * bpp)}
     assert len(colours) > 50, f"the screenshot looks blank ({len(colours)} distinct colours)"

@@ -461,15 +461,19 @@ def _bound_colour(c: ClaimRow) -> str:
     return COLOURS.get(c.tier, COLOURS["empirical"]) if c.tier != CERTIFIED else COLOURS["certified"]
 
 
-def plot_bounds(claims: tuple[ClaimRow, ...]) -> str:
-    """Per layer, log scale: the claim's TV bound (coloured by tier; a ring when vacuous), the
-    empirical box-sup bound, and the realized TV max; the line TV = 1 above which a bound is vacuous."""
+def plot_bounds(claims: tuple[ClaimRow, ...], quantity: str = "TV") -> str:
+    """Per layer, log scale: the claim's bound (coloured by tier; a ring when vacuous), the
+    empirical box-sup bound where there is one, and the realized maximum; for TV claims the line
+    TV = 1, at or above which a bound is vacuous. ``quantity`` names the bounded error."""
     layers = [c.layer for c in claims]
     ys = [v for c in claims for v in (c.realized, c.bound.value if c.bound else None,
                                       c.boxsup.value if c.boxsup else None) if v is not None]
-    ax = Axes.for_values(min(layers) - 0.5, max(layers) + 0.5, ys + [1.0])
-    parts = ax.frame("TV bound vs realized TV per layer (log scale)", "layer", "TV", _layer_ticks(layers))
-    parts += ax.hline(1.0, "TV = 1: a bound at or above says nothing", COLOURS["vacuous"])
+    tv = quantity == "TV"
+    ax = Axes.for_values(min(layers) - 0.5, max(layers) + 0.5, ys + ([1.0] if tv else []))
+    parts = ax.frame(f"{quantity} bound vs realized {quantity} per layer (log scale)", "layer", quantity,
+                     _layer_ticks(layers))
+    if tv:
+        parts += ax.hline(1.0, "TV = 1: a bound at or above says nothing", COLOURS["vacuous"])
     for c in claims:
         x = ax.px(c.layer)
         if c.boxsup is not None:
@@ -482,15 +486,15 @@ def plot_bounds(claims: tuple[ClaimRow, ...]) -> str:
                                  f"{c.id} bound {c.bound.text} ({label}, {c.form})"))
         if c.realized is not None:
             parts.append(_marker("dot", x - 6, ax.py(c.realized), COLOURS["realized"],
-                                 f"{c.id} realized TV max {c.realized:.6g}"))
+                                 f"{c.id} realized {quantity} max {c.realized:.6g}"))
     tiers = sorted({c.tier for c in claims if c.bound is not None and not c.vacuous})
     items = [("square", COLOURS.get(t, COLOURS["empirical"]), f"bound ({t})") for t in tiers]
     if any(c.vacuous for c in claims):
         items.append(("ring", COLOURS["vacuous"], "bound (vacuous)"))
     if any(c.boxsup for c in claims):
         items.append(("diamond", COLOURS["boxsup"], "box-sup (empirical)"))
-    items.append(("dot", COLOURS["realized"], "realized TV max"))
-    return ax.svg(parts + ax.legend(items), "TV bound and realized TV per layer")
+    items.append(("dot", COLOURS["realized"], "realized max"))
+    return ax.svg(parts + ax.legend(items), f"{quantity} bound and realized {quantity} per layer")
 
 
 def plot_tightness(claims: tuple[ClaimRow, ...]) -> str:
@@ -675,6 +679,14 @@ def render_html(rep: Report) -> str:
                          _bound_cell(c.boxsup, c.boxsup_vacuous) + (" " + _tier("empirical") if c.boxsup else ""),
                          _f(c.boxsup_tightness, "{:.2f}")]
                         for c in tv], numeric={0, 1, 2, 4, 8, 9})]
+    outs = [(k, q) for k, q in (("attn_out", "||y - y_hat||"), ("attn_out_proj", "||W_o (y - y_hat)||"))
+            if any(c.kind == k for c in rep.claims)]
+    if outs:
+        out += ["<h2>Attention output: bound vs realized</h2>",
+                '<p class="note">The values\' effect: the error of the attention output per row, before and after '
+                "the output projection W_o, bounded from the layer's TV bound and the value residuals. These "
+                "bounds are empirical (no kernel-checked theorem states them).</p>"]
+        out += [plot_bounds(tuple(c for c in rep.claims if c.kind == k), q) for k, q in outs]
     tensors = sorted({w.tensor for w in rep.writes})
     if tensors:
         out.append("<h2>Write residuals and witnesses</h2>")
