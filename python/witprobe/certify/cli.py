@@ -1,4 +1,4 @@
-"""Command line: ``python -m witprobe.certify {run,check,show,doctor}``.
+"""Command line: ``python -m witprobe.certify {run,check,show,report,doctor,coverage}``.
 
 Exit codes (documented in the README, each tested):
 
@@ -83,6 +83,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("dir", type=Path)
     s = sub.add_parser("show", help="print the per-layer table of a run directory")
     s.add_argument("dir", type=Path)
+    rep = sub.add_parser("report", help="write a self-contained report.html (inline CSS and SVG plots) of a run directory")
+    rep.add_argument("dir", type=Path)
+    rep.add_argument("--out", type=Path, default=None, metavar="FILE", help="the page to write (default: DIR/report.html)")
     sub.add_parser("doctor", help="report the environment: torch, transformers, Lean, Triton, GPU")
     cov = sub.add_parser("coverage", help="certify every zoo configuration and write the coverage table")
     cov.add_argument("--out", type=Path, default=Path("artifacts") / "coverage")
@@ -234,6 +237,14 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from witprobe.certify.html_report import write_report
+
+    written = write_report(args.dir, args.out)
+    print(f"wrote {written}")
+    return EXIT_OK
+
+
 def _cmd_doctor(_: argparse.Namespace) -> int:
     import os
 
@@ -285,6 +296,6 @@ def main(argv: list[str] | None = None) -> int:
     if wants_quiet(argv):
         quiet_third_party()  # before the parser imports transformers (tqdm reads its switch at import)
     args = _parser().parse_args(argv)
-    handler = {"run": _cmd_run, "check": _cmd_check, "show": _cmd_show, "doctor": _cmd_doctor,
+    handler = {"run": _cmd_run, "check": _cmd_check, "show": _cmd_show, "report": _cmd_report, "doctor": _cmd_doctor,
                "coverage": _cmd_coverage}[args.command]
     return run_handler(handler, args, "witprobe.certify")

@@ -28,8 +28,10 @@ from witprobe.formal.render_coq import COQ_FILE, render_coq
 from witprobe.formal.render_lean_real import LEAN_REAL_FILE, render_lean_real
 
 
-RUN_FILES = ("run.json", "certificate.json", COQ_FILE, LEAN_REAL_FILE, OBLIGATIONS_FILE)
-"""Every file a run writes, relative to the run directory."""
+REPORT_FILE = "report.html"
+"""The page ``certify report DIR`` writes into a run directory by default (derived from its records)."""
+RUN_FILES = ("run.json", "certificate.json", COQ_FILE, LEAN_REAL_FILE, OBLIGATIONS_FILE, REPORT_FILE)
+"""Every file a run writes, relative to the run directory (with the report ``certify report`` adds)."""
 RUN_SUBDIRS = tuple(sorted({str(Path(f).parent) for f in RUN_FILES} - {"."}))
 RUN_SCHEMA_PREFIX = "witprobe-run/"
 
