@@ -245,7 +245,15 @@ def next_token_divergence(model: Any, context: torch.Tensor, n_prompt: int,
     (nats).
     """
     steps = len(served_logits)
-    ref = model(input_ids=context).logits[0, n_prompt - 1: n_prompt - 1 + steps].to(torch.float64)
+    if context.shape[1] != n_prompt + steps - 1:
+        raise ValueError(f"context has {context.shape[1]} tokens, not {n_prompt} prompt + {steps - 1} served")
+    # only the last ``steps`` positions' logits (positions n_prompt - 1 ...): the whole (L, vocab)
+    # logits of a long context would be the largest tensor of the run (8192 x 49152 fp32 = 1.5 GiB)
+    try:
+        logits = model(input_ids=context, logits_to_keep=steps).logits
+    except TypeError:  # a model without logits_to_keep: all positions, then the slice
+        logits = model(input_ids=context).logits
+    ref = logits[0, -steps:].to(torch.float64)
     srv = torch.stack([lg[0] for lg in served_logits]).to(torch.float64)
     if ref.shape != srv.shape:
         raise ValueError(f"reference logits {tuple(ref.shape)} do not match the served logits {tuple(srv.shape)}")
