@@ -60,6 +60,7 @@ class MeasureConfig:
     prompts: tuple[Prompt, ...] = DEFAULT_PROMPTS  # strings or chats (tuples of messages)
     reference: bool = True
     e2e_tv_tolerance: float = 0.1
+    batch: int = 1  # requests served together in one forward, left-padded (dense KV, entry codecs)
 
     def validate(self) -> None:
         make_codec(self.codec, self.bands)  # raises CodecError naming the problem
@@ -68,6 +69,8 @@ class MeasureConfig:
             raise ValueError(f"the end-to-end TV tolerance must be a number in [0, 1], got {tol!r}")
         if not isinstance(self.max_new_tokens, int) or not 1 <= self.max_new_tokens <= 4096:
             raise ValueError(f"max_new_tokens must be an integer in [1, 4096], got {self.max_new_tokens!r}")
+        if isinstance(self.batch, bool) or not isinstance(self.batch, int) or not 1 <= self.batch <= 64:
+            raise ValueError(f"batch must be an integer in [1, 64], got {self.batch!r}")
         if not self.prompts or not all(is_valid(p) for p in self.prompts):
             raise ValueError("prompts must be a nonempty list of nonempty strings or chats")
 
@@ -117,6 +120,13 @@ def check_compatible(cfg: MeasureConfig, loaded: LoadedModel) -> None:
     mc = text_config(loaded.model.config)
     kinds = set(layer_kinds(mc))
     codec = make_codec(cfg.codec, cfg.bands)
+    if cfg.batch > 1:  # left padding is metered by the dense-KV read and per-entry write meters only
+        if kinds != {"dense_kv"}:
+            raise ValueError(f"--batch {cfg.batch} needs dense KV layers only; {cfg.model} has "
+                             f"{', '.join(sorted(kinds - {'dense_kv'}))} layers")
+        if any(getattr(codec.for_role(r), "scope", None) == SEQUENCE for r in ("key", "value")):
+            raise ValueError(f"--batch {cfg.batch} needs a per-entry codec; {cfg.codec} is sequence-level "
+                             "(left padding would change what it serves)")
     if codec.scope == SEQUENCE and kinds != {"dense_kv"}:
         raise ValueError(f"codec {cfg.codec} is sequence-level and applies to dense KV layers only; "
                          f"{cfg.model} has {', '.join(sorted(kinds - {'dense_kv'}))} layers")
@@ -226,6 +236,7 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
             "max_new_tokens": cfg.max_new_tokens,
             "prompts": [p if isinstance(p, str) else [dict(m) for m in p] for p in cfg.prompts],
             "e2e_tv_tolerance": cfg.e2e_tv_tolerance,
+            **({"batch": cfg.batch} if cfg.batch > 1 else {}),
         },
         "requests": requests,
         "layers": layers,
@@ -245,7 +256,15 @@ def next_token_divergence(model: Any, context: torch.Tensor, n_prompt: int,
     (nats).
     """
     steps = len(served_logits)
-    ref = model(input_ids=context).logits[0, n_prompt - 1: n_prompt - 1 + steps].to(torch.float64)
+    if context.shape[1] != n_prompt + steps - 1:
+        raise ValueError(f"context has {context.shape[1]} tokens, not {n_prompt} prompt + {steps - 1} served")
+    # only the last ``steps`` positions' logits (positions n_prompt - 1 ...): the whole (L, vocab)
+    # logits of a long context would be the largest tensor of the run (8192 x 49152 fp32 = 1.5 GiB)
+    try:
+        logits = model(input_ids=context, logits_to_keep=steps).logits
+    except TypeError:  # a model without logits_to_keep: all positions, then the slice
+        logits = model(input_ids=context).logits
+    ref = logits[0, -steps:].to(torch.float64)
     srv = torch.stack([lg[0] for lg in served_logits]).to(torch.float64)
     if ref.shape != srv.shape:
         raise ValueError(f"reference logits {tuple(ref.shape)} do not match the served logits {tuple(srv.shape)}")
@@ -256,13 +275,111 @@ def next_token_divergence(model: Any, context: torch.Tensor, n_prompt: int,
     return {"next_token_tv": tv.tolist(), "next_token_kl": kl.tolist()}
 
 
+def _request_record(model: Any, cfg: MeasureConfig, index: int, inputs: dict[str, torch.Tensor],
+                    served: list[int], logits: tuple[torch.Tensor, ...], pad: int) -> dict[str, Any]:
+    """The run.json record of one served request: its tokens and, with the reference on, the
+    per-step next-token readings and the uncompressed greedy generation (always unbatched).
+    ``inputs`` is the request's own (unpadded) encoding, ``logits`` its served logits ``(1, V)`` per step."""
+    n_prompt = int(inputs["input_ids"].shape[1])
+    record: dict[str, Any] = {"prompt_index": index, "prompt_tokens": n_prompt, "served_tokens": served}
+    if cfg.reference:
+        context = torch.cat([inputs["input_ids"], torch.tensor([served[:-1]], dtype=inputs["input_ids"].dtype)], 1)
+        with torch.no_grad():
+            record.update(next_token_divergence(model, context, n_prompt, logits))
+        with torch.no_grad():
+            ref = model.generate(**inputs, max_new_tokens=cfg.max_new_tokens, do_sample=False, pad_token_id=pad)
+        reference = ref[0, n_prompt:].tolist()
+        agree = 0
+        for a, b in zip(served, reference):
+            if a != b:
+                break
+            agree += 1
+        record["reference_tokens"] = reference
+        record["agreeing_prefix"] = agree
+    return record
+
+
+def _eos_ids(model: Any) -> list[int]:
+    eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    return [] if eos is None else [int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])]
+
+
+class _BatchStreamer:
+    """Streamer of a padded batch: after each step, tells the observer which requests are still
+    alive (have not emitted an end-of-sequence token), so the positions generate keeps filling
+    after a request's end are left out of the meters, as in that request's own run; reports
+    progress."""
+
+    def __init__(self, observer: Observer, eos: list[int], progress: TokenProgress) -> None:
+        self.observer = observer
+        self.eos = torch.tensor(eos or [-1], dtype=torch.long)
+        self.progress = progress
+        self.alive: torch.Tensor | None = None
+
+    def put(self, value: torch.Tensor) -> None:
+        self.progress.put(value)
+        if self.alive is None:  # the first call carries the prompt
+            self.alive = torch.ones(value.shape[0], dtype=torch.bool)
+            return
+        self.alive = self.alive & ~torch.isin(value.reshape(-1).long(), self.eos)
+        self.observer.extend_padding(self.alive)
+
+    def end(self) -> None:
+        pass
+
+
+def _generate_batch(loaded: LoadedModel, cfg: MeasureConfig, codec: Codec, observer: Observer, progress: Progress,
+                    indices: list[int]) -> list[dict[str, Any]]:
+    """Serve the requests ``indices`` together: left-padded to the longest, one forward per step."""
+    model, tok = loaded.model, loaded.tokenizer
+    mc = text_config(model.config)
+    pad = tok.eos_token_id if tok.pad_token_id is None else tok.pad_token_id
+    encoded = [_encode(tok, cfg.prompts[i]) for i in indices]
+    width = max(int(e["input_ids"].shape[1]) for e in encoded)
+    ids = torch.full((len(indices), width), pad, dtype=encoded[0]["input_ids"].dtype)
+    attn = torch.zeros((len(indices), width), dtype=torch.long)
+    for row, e in enumerate(encoded):
+        n = int(e["input_ids"].shape[1])
+        ids[row, width - n:] = e["input_ids"][0]
+        attn[row, width - n:] = 1
+    label = f"requests {indices[0] + 1}-{indices[-1] + 1}/{len(cfg.prompts)}"
+    eos = _eos_ids(model)
+    cache = observer.attach(witness_cache_for(mc, codec, cfg.bands, cfg.compress_values, observer, model=model))
+    observer.set_padding(attn)
+    try:
+        with torch.no_grad(), observer.active():
+            gen = model.generate(
+                input_ids=ids, attention_mask=attn, cache=cache, max_new_tokens=cfg.max_new_tokens, do_sample=False,
+                pad_token_id=pad, streamer=_BatchStreamer(observer, eos, TokenProgress(progress, label, cfg.max_new_tokens)),
+                output_logits=True, return_dict_in_generate=True,
+            )
+    finally:
+        observer.set_padding(None)
+    records = []
+    for row, (i, e) in enumerate(zip(indices, encoded)):
+        served = gen.sequences[row, width:].tolist()
+        ends = [s for s, t in enumerate(served) if t in eos]
+        served = served[: ends[0] + 1] if ends else served  # the request's own run stops at its end
+        logits = tuple(lg[row: row + 1] for lg in gen.logits[: len(served)])
+        records.append(_request_record(model, cfg, i, e, served, logits, pad))
+        progress.info(f"request {i + 1}/{len(cfg.prompts)}: {int(e['input_ids'].shape[1])} prompt tokens, "
+                      f"{len(served)} generated (batch of {len(indices)})")
+    return records
+
+
 def _generate_all(loaded: LoadedModel, cfg: MeasureConfig, codec: Codec, observer: Observer,
                   progress: Progress) -> list[dict[str, Any]]:
-    """Serve every prompt from a fresh witness cache; optionally generate the uncompressed reference."""
+    """Serve every prompt from a fresh witness cache (``cfg.batch`` at a time, left-padded, when
+    above 1); optionally generate the uncompressed reference."""
     model, tok = loaded.model, loaded.tokenizer
     mc = text_config(model.config)
     pad = tok.eos_token_id if tok.pad_token_id is None else tok.pad_token_id
     requests: list[dict[str, Any]] = []
+    if cfg.batch > 1:
+        for first in range(0, len(cfg.prompts), cfg.batch):
+            requests.extend(_generate_batch(loaded, cfg, codec, observer, progress,
+                                            list(range(first, min(len(cfg.prompts), first + cfg.batch)))))
+        return requests
     for i, prompt in enumerate(cfg.prompts):
         label = f"request {i + 1}/{len(cfg.prompts)}"
         inputs = _encode(tok, prompt)
@@ -274,22 +391,7 @@ def _generate_all(loaded: LoadedModel, cfg: MeasureConfig, codec: Codec, observe
                 pad_token_id=pad, streamer=TokenProgress(progress, label, cfg.max_new_tokens),
                 output_logits=True, return_dict_in_generate=True,
             )
-        out = gen.sequences
-        served = out[0, n_prompt:].tolist()
-        record: dict[str, Any] = {"prompt_index": i, "prompt_tokens": n_prompt, "served_tokens": served}
-        if cfg.reference:
-            with torch.no_grad():
-                record.update(next_token_divergence(model, out[:, :-1], n_prompt, gen.logits))
-            with torch.no_grad():
-                ref = model.generate(**inputs, max_new_tokens=cfg.max_new_tokens, do_sample=False, pad_token_id=pad)
-            reference = ref[0, n_prompt:].tolist()
-            agree = 0
-            for a, b in zip(served, reference):
-                if a != b:
-                    break
-                agree += 1
-            record["reference_tokens"] = reference
-            record["agreeing_prefix"] = agree
+        served = gen.sequences[0, n_prompt:].tolist()
+        requests.append(_request_record(model, cfg, i, inputs, served, gen.logits, pad))
         progress.info(f"{label}: {n_prompt} prompt tokens, {len(served)} generated")
-        requests.append(record)
     return requests

@@ -148,6 +148,40 @@ AttentionInterface.register(ATTN_IMPLEMENTATION, witprobe_attention)
 AttentionMaskInterface.register(ATTN_IMPLEMENTATION, eager_mask)
 
 
+class _Keep:
+    """The real query rows of one chunk: ``rows`` ``(B, Q)`` bool, or ``None`` (every row).
+
+    :meth:`rows_of` replaces every per-row tensor of a row record (``(B, H, Q)`` per head or
+    ``(B, Q)`` per token) by its real rows, flattened (the accumulators fold elements, so a
+    flattened selection folds exactly the real rows); per-key tensors (``(B, H, Q, T)``) are dropped
+    (set to ``None``): no fold reads them.
+    """
+
+    def __init__(self, rows: torch.Tensor | None, heads: int) -> None:
+        self.rows = rows
+        self.heads = heads
+
+    def __call__(self, v: torch.Tensor | None) -> torch.Tensor | None:
+        if v is None or self.rows is None:
+            return v
+        b, q = self.rows.shape
+        if v.shape == (b, self.heads, q):
+            return v[self.rows.unsqueeze(1).expand_as(v)]
+        if v.shape == (b, q):
+            return v[self.rows]
+        if v.dim() == 4 and v.shape[:3] == (b, self.heads, q):
+            return None
+        raise ObserverError(f"cannot select the real rows of a {tuple(v.shape)} reading (rows {b} x {q})")
+
+    def rows_of(self, record):  # noqa: ANN001, ANN201 - ReadRows or OutputRows
+        if self.rows is None:
+            return record
+        import dataclasses
+
+        return dataclasses.replace(record, **{f.name: self(getattr(record, f.name))
+                                              for f in dataclasses.fields(record)})
+
+
 class Observer:
     """Per-layer write and read accumulators for one witness cache.
 
@@ -189,6 +223,32 @@ class Observer:
         self.host_read_calls = [0] * num_layers
         self.channels: dict[int, dict] = {}  # per-channel decay sums of recurrent layers
         self.projections: dict[int, tuple[torch.Tensor, float]] = {}  # layer -> (W_o, sigma_up)
+        # batched requests with left padding: (B, positions) bool, True where the token is real
+        # (not padding, not after the request's end); None: every position is real
+        self.padding: torch.Tensor | None = None
+        self._written: dict[tuple[int, str], int] = {}  # (layer, tensor) -> entries written so far
+
+    def set_padding(self, mask: torch.Tensor | None) -> None:
+        """Meter a batch of left-padded requests: ``mask`` ``(B, prompt_len)`` (the tokenizer's
+        ``attention_mask``, nonzero on real tokens). Padded positions are left out of every meter:
+        their entries from the write statistics, their query rows from the read statistics (their
+        keys are already hidden from the other rows by the attention mask). ``None`` ends it."""
+        self.padding = None if mask is None else mask.detach().to(torch.bool).clone()
+
+    def extend_padding(self, alive: torch.Tensor) -> None:
+        """Append one position per request (``alive`` ``(B,)`` bool: the request has not ended, so
+        the token is fed back and read)."""
+        if self.padding is None:
+            raise ObserverError("extend_padding without set_padding")
+        self.padding = torch.cat([self.padding, alive.reshape(-1, 1).to(torch.bool)], dim=1)
+
+    def _positions(self, what: str, start: int, stop: int, batch: int) -> torch.Tensor:
+        """``(B, stop - start)`` real-token flags of positions ``[start, stop)``."""
+        pad = self.padding
+        if pad.shape[0] != batch or pad.shape[1] < stop:
+            raise ObserverError(f"{what}: padding mask {tuple(pad.shape)} does not cover batch {batch}, "
+                                f"positions {start}..{stop}")
+        return pad[:, start:stop]
 
     def set_output_projection(self, layer_idx: int, weight: torch.Tensor, sigma_up: float) -> None:
         """Meter the error after the output projection ``weight`` ``(hidden, H * D)`` of a layer,
@@ -197,6 +257,7 @@ class Observer:
 
     def attach(self, cache: WitnessCache) -> WitnessCache:
         self.cache = cache
+        self._written = {}
         return cache
 
     @property
@@ -222,6 +283,13 @@ class Observer:
         p = f"{tensor}_"
         if tensor in ("key", "latent"):
             self.host_write_calls[layer_idx] += 1
+        if self.padding is not None:  # entries (B, heads, S): only the real tokens' are metered
+            b, _, n = w.witness.shape
+            start = self._written.get((layer_idx, tensor), 0)
+            self._written[(layer_idx, tensor)] = start + n
+            real = self._positions(f"layer {layer_idx} {tensor} write", start, start + n, b)
+            real = real.unsqueeze(1).expand_as(w.witness)
+            w = WitnessBatch(w.band_norms[real], w.witness[real], w.residual[real], w.x_norm[real])
         acc.fold(p + "witness", w.witness)
         acc.fold(p + "residual", w.residual)
         acc.fold(p + "x_norm", w.x_norm)
@@ -305,9 +373,14 @@ class Observer:
         acc = self.read[layer_idx]
         acc.bump("calls", 1)
         q_len = query.shape[2]
+        rows_real = None
+        if self.padding is not None:  # the query rows are the last q_len positions of the keys
+            t = key.shape[2]
+            rows_real = self._positions(f"layer {layer_idx} read", t - q_len, t, query.shape[0])
         for start in range(0, q_len, self.row_chunk):
             stop = min(q_len, start + self.row_chunk)
             m = None if mask is None else mask[:, :, start:stop, :]
+            keep = _Keep(None if rows_real is None else rows_real[:, start:stop], query.shape[1])
             try:
                 inputs = layer.read_scores(module, query[:, :, start:stop, :], key, m, scaling,
                                            rows=slice(start, stop), indices=indices)
@@ -317,13 +390,15 @@ class Observer:
                 inputs = with_sinks(inputs, sinks)
             rows = read_rows_from_scores(inputs.s_exact, inputs.s_served, inputs.visible, inputs.components, scaling,
                                          inputs.score_err, self.box_sup)
-            self._fold_rows(acc, rows)
+            if keep.rows is not None and (inputs.counters or inputs.visible_exact is not None):
+                raise ObserverError(f"layer {layer_idx}: padded batches are metered on dense KV layers only")
+            self._fold_rows(acc, rows, keep)
             if value is not None and sinks is None and indices is None and hasattr(layer, "read_values"):
                 try:
                     ve, vs, wv = layer.read_values(value, query.shape[1] // value.shape[1])
                 except ValueError as e:
                     raise ObserverError(str(e)) from e
-                self._fold_output(acc, rows, inputs.visible, ve, vs, wv, self.projections.get(layer_idx))
+                self._fold_output(acc, rows, inputs.visible, ve, vs, wv, self.projections.get(layer_idx), keep)
             if inputs.width:
                 acc.fold("fp_width", torch.tensor([float(inputs.width)], dtype=torch.float64))
             for name, flags in inputs.counters.items():
@@ -353,11 +428,12 @@ class Observer:
         acc.fold("rho", (m_attn / facts["m_sel"].clamp_min(1e-300))[has])
 
     @staticmethod
-    def _fold_output(acc: Accumulator, rows, visible, ve, vs, wv, projection) -> None:
+    def _fold_output(acc: Accumulator, rows, visible, ve, vs, wv, projection, keep: "_Keep | None" = None) -> None:
         """Attention-output error and its bound per row (``out_*``), and after the projection (``out_proj_*``)."""
+        keep = keep or _Keep(None, 0)
         best = torch.minimum(torch.minimum(rows.plain_bound, rows.centred_bound), rows.eform_bound)
         w, sigma = projection if projection is not None else (None, None)
-        out = output_rows(rows.p_exact, rows.p_served, visible, ve, vs, wv, best, w, sigma)
+        out = keep.rows_of(output_rows(rows.p_exact, rows.p_served, visible, ve, vs, wv, best, w, sigma))
         acc.fold("out_err", out.err)
         acc.fold("out_spread", out.spread)
         acc.fold("out_value_term", out.value_term)
@@ -373,7 +449,8 @@ class Observer:
                       out.proj_err > out.proj_bound * (1 + BEATEN_REL_TOL) + BEATEN_ABS_TOL)
 
     @staticmethod
-    def _fold_rows(acc: Accumulator, rows) -> None:
+    def _fold_rows(acc: Accumulator, rows, keep: "_Keep | None" = None) -> None:
+        rows = (keep or _Keep(None, 0)).rows_of(rows)
         tv = rows.tv_realized
         acc.fold("tv_realized", tv)
         acc.fold("q_coef", rows.q_coef)
