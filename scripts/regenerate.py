@@ -52,6 +52,8 @@ STEPS: tuple[Step, ...] = (
     Step("tightness", ("bench/results/tightness_cpu.json",),
          (PY, "bench/tightness.py", "--new-tokens", "4", "--out", "bench/results/tightness_cpu.json"),
          bench=True, minutes=20),
+    Step("long_context", ("bench/results/long_context_cpu.json",),
+         (PY, "bench/long_context.py", "--out", "bench/results/long_context_cpu.json"), bench=True, minutes=120),
     Step("ledger_replay", ("bench/results/ledger_replay.json",),
          (PY, "bench/ledger_replay.py", "--repeat", "5"), bench=True, minutes=5),
     Step("serving_throughput", ("bench/results/serving_throughput.json",),
