@@ -9,6 +9,16 @@ per entry (the stored witness: ``bands`` float64 band residual norms per key and
 box-sup needs nothing more). Bounds are the derivation's exact layer values (outward rounded).
 
     python bench/tightness.py --out bench/results/tightness_cpu.json
+
+With ``--query-aligned R`` it measures instead the query-aligned forms (issue 14, item 2; tier
+``empirical``, :mod:`witprobe.probe.query_aligned`) for int8 and int4 on the default prompts only:
+rank-``R`` query bases are calibrated on :data:`CALIBRATION_PROMPTS` (disjoint from the measured
+prompts, checked), and each codec row gives the plain centred and box-sup forms beside the
+query-aligned ones (radii ``min(c_band, c_qa)``), bytes per entry, the metering time ratio
+(query-aligned on / off, int8) and the soundness counts (rows where the realized TV beats a
+query-aligned bound, keys where the score error beats ``c_qa``); any nonzero count fails the run.
+
+    python bench/tightness.py --query-aligned 16 --out bench/results/tightness_qa_cpu.json
 """
 
 from __future__ import annotations
@@ -29,6 +39,15 @@ from witprobe.certify.derive import derive  # noqa: E402
 from witprobe.certify.measure import DEFAULT_PROMPTS, MeasureConfig, measure  # noqa: E402
 from witprobe.models.zoo import load_model  # noqa: E402
 from witprobe.probe import observer as observer_mod  # noqa: E402
+from witprobe.probe.query_aligned import TIER, TIER_REASON, calibrate  # noqa: E402
+
+CALIBRATION_PROMPTS = (
+    "Bees build hexagonal cells of wax. In winter the colony keeps the hive warm by clustering together "
+    "and shivering their flight muscles, while the queen stays at the centre of the cluster.",
+    "List three differences between a river and a canal, and say which one ships prefer and why.",
+    "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n"
+    "Explain what this function returns for n = 10.",
+)
 
 CODECS = ("int8", "int4", "fp8-e4m3")
 SKIPPED = {"kivi2": "KIVICodec exists in witprobe.memory.codecs but is not registered in CODECS (no name to run)"}
@@ -76,13 +95,80 @@ def _table(run: dict) -> dict:
     return out
 
 
+def _qa_table(run: dict) -> dict:
+    """Per-layer query-aligned forms from the run's read accumulators (row maxima, float64)."""
+    out = {"forms": {}, "rows_beaten": 0, "keys_radius_beaten": 0}
+    reads = [layer["read"] for layer in run["layers"] if "qa_centred_bound" in layer["read"]]
+    realized = [rd["tv_realized"]["max"] for rd in reads]
+    for form in ("qa_centred", "qa_boxsup"):
+        vals = [rd[f"{form}_bound"]["max"] for rd in reads]
+        ok = [b / r for b, r in zip(vals, realized) if b < 1 and r > 0]
+        out["forms"][form] = {"non_vacuous": sum(1 for b in vals if b < 1),
+                              "tightness_median": statistics.median(ok) if ok else None,
+                              "tightness_max": max(ok) if ok else None,
+                              "tightness_per_layer": ok, "tier": TIER, "tier_reason": TIER_REASON}
+        out["rows_beaten"] += sum(rd.get(f"rows_{form}_beaten", 0) for rd in reads)
+    out["keys_radius_beaten"] = sum(rd.get("keys_qa_radius_beaten", 0) for rd in reads)
+    out["layers_with_basis"] = len(reads)
+    return out
+
+
+def main_query_aligned(lm, rank: int, new_tokens: int, out: Path) -> int:
+    prompts = tuple(DEFAULT_PROMPTS)
+    if set(CALIBRATION_PROMPTS) & set(prompts):
+        raise SystemExit("calibration prompts overlap the measured prompts")
+    t0 = time.perf_counter()
+    basis = calibrate(lm, CALIBRATION_PROMPTS, rank)
+    calib_s = time.perf_counter() - t0
+    result = {"model": "smollm2", "bands": 4, "new_tokens": new_tokens, "prompts": "DEFAULT_PROMPTS",
+              "query_aligned_rank": rank, "calibration": {**basis.calibration, "seconds": calib_s,
+                                                          "disjoint_from_measured": True},
+              "witness_bytes_per_entry": {"band": 4 * 8 * 2, "query_aligned_key_extra": basis.bytes_per_entry,
+                                          "total": 4 * 8 * 2 + basis.bytes_per_entry},
+              "codecs": {}}
+    failures = 0
+    for codec in ("int8", "int4"):
+        t0 = time.perf_counter()
+        run = measure(lm, MeasureConfig(codec=codec, max_new_tokens=new_tokens, reference=False, prompts=prompts),
+                      query_basis=basis)
+        secs = time.perf_counter() - t0
+        row = _table(run)
+        qa = _qa_table(run)
+        row["forms"].update(qa.pop("forms"))
+        row.update(qa)
+        row["seconds_with_qa"] = secs
+        failures += row["rows_beaten"] + row["keys_radius_beaten"]
+        if codec == "int8":
+            t0 = time.perf_counter()
+            measure(lm, MeasureConfig(codec=codec, max_new_tokens=new_tokens, reference=False, prompts=prompts))
+            row["seconds_without_qa"] = time.perf_counter() - t0
+            result["metering_time_ratio_qa"] = secs / row["seconds_without_qa"]
+        result["codecs"][codec] = row
+        print(codec, json.dumps({f: {k: v for k, v in d.items() if k in ("non_vacuous", "tightness_median", "tightness_max")}
+                                 for f, d in row["forms"].items()}), "beaten:", row["rows_beaten"],
+              "keys beaten:", row["keys_radius_beaten"], flush=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    print("metering time ratio (query-aligned on / off, int8):", result["metering_time_ratio_qa"])
+    if failures:
+        print(f"FAIL: a query-aligned bound or radius was beaten {failures} times")
+        return 1
+    return 0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, default=Path("bench/results/tightness_cpu.json"))
     ap.add_argument("--new-tokens", type=int, default=8)
+    ap.add_argument("--query-aligned", type=int, default=None, metavar="RANK")
     args = ap.parse_args()
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     lm = load_model("smollm2")
+    if args.query_aligned is not None:
+        if not 1 <= args.query_aligned <= 64:
+            print(f"--query-aligned must be a rank in [1, 64], got {args.query_aligned}")
+            raise SystemExit(2)
+        raise SystemExit(main_query_aligned(lm, args.query_aligned, args.new_tokens, args.out))
     prompts = tuple(DEFAULT_PROMPTS) + (LONG_PROMPT,)
     n_long = len(lm.tokenizer(LONG_PROMPT)["input_ids"])
     result = {"model": "smollm2", "bands": 4, "long_prompt_tokens": n_long, "new_tokens": args.new_tokens,

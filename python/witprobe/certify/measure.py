@@ -27,6 +27,7 @@ from witprobe.models.zoo import MODELS, LoadedModel
 from witprobe.probe.layouts import layer_kinds, text_config, witness_cache_for
 from witprobe.probe.observer import ATTN_IMPLEMENTATION, Observer
 from witprobe.probe.recurrent import DecayHooks
+from witprobe.probe.query_aligned import QueryBasis
 from witprobe.probe.selector import SelectorHooks
 from witprobe.probe.v4 import PageSelectorHooks
 
@@ -173,8 +174,13 @@ def _encode(tokenizer: Any, prompt: Prompt) -> dict[str, torch.Tensor]:
     return encode(tokenizer, prompt)
 
 
-def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None = None) -> dict[str, Any]:
-    """Run every prompt through the witness cache; return the run record (run.json content)."""
+def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None = None,
+            query_basis: QueryBasis | None = None) -> dict[str, Any]:
+    """Run every prompt through the witness cache; return the run record (run.json content).
+
+    With ``query_basis`` (:func:`witprobe.probe.query_aligned.calibrate`, on prompts disjoint from
+    ``cfg.prompts``) the dense-KV reads also record the query-aligned forms (tier ``empirical``).
+    """
     cfg.validate()
     check_compatible(cfg, loaded)
     progress = progress or Progress(quiet=True)
@@ -184,7 +190,7 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
     kinds = layer_kinds(mc)
     codec = make_codec(cfg.codec, cfg.bands)
     model.set_attn_implementation(ATTN_IMPLEMENTATION)
-    observer = Observer(num_layers)
+    observer = Observer(num_layers, query_basis=query_basis)
     projections = output_projections(model, kinds)
     for i, (weight, bound) in projections.items():
         observer.set_output_projection(i, weight, math.nextafter(float(bound.upper), math.inf))

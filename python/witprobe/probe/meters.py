@@ -95,6 +95,11 @@ class ReadRows:
     p_exact: torch.Tensor | None = None  # (B, H, Q, T) exact attention distribution (for the output meter)
     p_served: torch.Tensor | None = None  # (B, H, Q, T) served attention distribution
     boxsup_bound: torch.Tensor | None = None  # box supremum bound (witprobe.probe.box_sup), when metered
+    # query-aligned forms (witprobe.probe.query_aligned): radii min(c_band, c_qa), when the layer has a basis
+    qa_c_max: torch.Tensor | None = None
+    qa_centred_bound: torch.Tensor | None = None
+    qa_boxsup_bound: torch.Tensor | None = None
+    qa_keys_beaten: torch.Tensor | None = None  # (B, H, Q) visible keys with |s - s'| > c_qa (must be 0)
 
 
 def score_error(q: torch.Tensor, k: torch.Tensor, scaling: float) -> torch.Tensor:
@@ -154,6 +159,7 @@ def read_rows_from_scores(
     scaling: float,
     score_err: torch.Tensor | None = None,
     box_sup: BoxSupSpec | None = None,
+    qa_radius: torch.Tensor | None = None,
 ) -> ReadRows:
     """Per-row readings and the three bounds from exact and served scores ``(B, H, Q, T)``.
 
@@ -162,7 +168,9 @@ def read_rows_from_scores(
     bounds the float64 error of ``s_served`` (see :func:`score_error`); with it the rows also
     carry the magnitudes that the e-form's error analysis needs (``docs/TRUST_BOUNDARY.md``).
     With ``box_sup`` the rows also carry the box supremum bound of :mod:`witprobe.probe.box_sup`
-    over the same radii ``c_t`` and served distribution ``p'``.
+    over the same radii ``c_t`` and served distribution ``p'``. With ``qa_radius`` ``(B, H, Q, T)``
+    (:func:`witprobe.probe.query_aligned.qa_radius`) the rows also carry the centred and box-sup
+    forms over ``min(c_t, c^qa_t)`` and the count of keys whose score error exceeds ``c^qa_t``.
     """
     hidden = torch.full_like(s_exact, -math.inf)
     p = torch.softmax(torch.where(visible, s_exact.to(torch.float64), hidden), dim=-1)
@@ -184,6 +192,15 @@ def read_rows_from_scores(
     excess = (ps * torch.expm1(c)).sum(-1)
     zero = torch.zeros_like(c)
     err = None if score_err is None else torch.where(visible, score_err.to(torch.float64).expand_as(c), zero).amax(-1)
+    qa_c_max = qa_centred = qa_box = qa_beaten = None
+    if qa_radius is not None:
+        cqa = qa_radius.to(torch.float64)
+        cm = torch.where(visible, torch.minimum(c, cqa), zero)
+        qa_c_max = cm.amax(-1)
+        qa_centred = torch.tanh(qa_c_max / 2)
+        qa_box = None if box_sup is None else box_sup_bound(ps, cm, box_sup)
+        gap = (s_exact.to(torch.float64) - s_served.to(torch.float64)).abs()
+        qa_beaten = (visible & (gap > cqa * (1 + 1e-9) + 1e-12)).sum(-1)
     return ReadRows(
         tv_realized=tv,
         q_coef=q_coef,
@@ -199,6 +216,10 @@ def read_rows_from_scores(
         p_exact=p,
         p_served=ps,
         boxsup_bound=None if box_sup is None else box_sup_bound(ps, c, box_sup),
+        qa_c_max=qa_c_max,
+        qa_centred_bound=qa_centred,
+        qa_boxsup_bound=qa_box,
+        qa_keys_beaten=qa_beaten,
     )
 
 

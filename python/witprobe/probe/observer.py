@@ -25,6 +25,7 @@ from witprobe.probe.accumulators import Accumulator
 from witprobe.probe.box_sup import DEFAULT_SPEC as BOX_SUP_DEFAULT, BoxSupSpec
 from witprobe.probe.meters import (ScoreComponent, WitnessBatch, output_rows, read_rows_from_scores,
                                    witness_violations)
+from witprobe.probe.query_aligned import QueryBasis
 from witprobe.probe.runtime import ProbeRuntime
 from witprobe.probe.witness_cache import WitnessCache, WitnessLayerMixin
 
@@ -122,6 +123,8 @@ def with_sinks(inputs, sinks: torch.Tensor):  # noqa: ANN001 - ReadScores
     inputs.visible = torch.cat([inputs.visible, ones], dim=-1)
     if inputs.score_err is not None:
         inputs.score_err = torch.cat([inputs.score_err, inputs.score_err.new_zeros((b, h, q, 1))], dim=-1)
+    if inputs.qa_radius is not None:
+        inputs.qa_radius = torch.cat([inputs.qa_radius, inputs.qa_radius.new_zeros((b, h, q, 1))], dim=-1)
     if inputs.visible_exact is not None:
         inputs.visible_exact = torch.cat([inputs.visible_exact, ones], dim=-1)
         inputs.visible_full = torch.cat([inputs.visible_full, ones], dim=-1)
@@ -200,6 +203,10 @@ class Observer:
     box_sup:
         Resolution of the per-row box supremum bound (:mod:`witprobe.probe.box_sup`), folded as
         ``boxsup_bound`` beside the three chain forms; ``None`` skips it.
+    query_basis:
+        Calibrated query bases (:mod:`witprobe.probe.query_aligned`); dense KV layers with a basis
+        store the query-aligned key witness and the reads fold the ``qa_centred_bound`` and
+        ``qa_boxsup_bound`` forms (tier ``empirical``) and the ``keys_qa_radius_beaten`` check.
     """
 
     def __init__(
@@ -209,6 +216,7 @@ class Observer:
         row_chunk: int = 256,
         probe: ProbeRuntime | None = None,
         box_sup: BoxSupSpec | None = BOX_SUP_DEFAULT,
+        query_basis: QueryBasis | None = None,
     ) -> None:
         if probe is not None and probe.num_layers != num_layers:
             raise ObserverError(f"probe runtime has {probe.num_layers} layers, the observer {num_layers}")
@@ -217,6 +225,7 @@ class Observer:
         self.cache: WitnessCache | None = None
         self.row_chunk = row_chunk
         self.box_sup = box_sup
+        self.query_basis = query_basis
         self.write = [Accumulator(device) for _ in range(num_layers)]
         self.read = [Accumulator(device) for _ in range(num_layers)]
         self.host_write_calls = [0] * num_layers
@@ -389,7 +398,7 @@ class Observer:
             if sinks is not None:
                 inputs = with_sinks(inputs, sinks)
             rows = read_rows_from_scores(inputs.s_exact, inputs.s_served, inputs.visible, inputs.components, scaling,
-                                         inputs.score_err, self.box_sup)
+                                         inputs.score_err, self.box_sup, inputs.qa_radius)
             if keep.rows is not None and (inputs.counters or inputs.visible_exact is not None):
                 raise ObserverError(f"layer {layer_idx}: padded batches are metered on dense KV layers only")
             self._fold_rows(acc, rows, keep)
@@ -477,6 +486,16 @@ class Observer:
             acc.count("rows_boxsup_vacuous", b >= 1)
             acc.count("rows_boxsup_beaten", tv > b * (1 + BEATEN_REL_TOL) + BEATEN_ABS_TOL)
             acc.fold("boxsup_tightness", (b / tv)[tv > 0])
+        if rows.qa_centred_bound is not None:  # empirical: the query-aligned bridge is not in the per-run theorem
+            acc.fold("qa_c_max", rows.qa_c_max)
+            acc.bump("keys_qa_radius_beaten", int(rows.qa_keys_beaten.sum()))
+            for form, b in (("qa_centred", rows.qa_centred_bound), ("qa_boxsup", rows.qa_boxsup_bound)):
+                if b is None:
+                    continue
+                acc.fold(f"{form}_bound", b)
+                acc.count(f"rows_{form}_vacuous", b >= 1)
+                acc.count(f"rows_{form}_beaten", tv > b * (1 + BEATEN_REL_TOL) + BEATEN_ABS_TOL)
+                acc.fold(f"{form}_tightness", (b / tv)[tv > 0])
         acc.count("rows", torch.ones_like(tv, dtype=torch.bool))
 
     def probe_snapshot(self, meta: dict | None = None) -> dict:

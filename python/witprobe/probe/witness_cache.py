@@ -23,6 +23,7 @@ from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
 from witprobe.memory.codecs import SEQUENCE, Codec
 from witprobe.probe.meters import ScoreComponent, WitnessBatch, band_witness, dense_scores, visibility
+from witprobe.probe.query_aligned import QAWitness, qa_radius, qa_witness
 
 
 class WriteRecorder(Protocol):
@@ -61,6 +62,8 @@ class ReadScores:
     # key, and the longest vector the meters take a norm or dot product of
     score_err: torch.Tensor | None = None
     width: int = 0
+    # query-aligned per-key radius (witprobe.probe.query_aligned), when the layer has a basis
+    qa_radius: torch.Tensor | None = None
 
 
 def bands_for(dim: int, bands: int) -> int:
@@ -112,6 +115,28 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
         self.exact_values: torch.Tensor | None = None
         self.key_band_norms: torch.Tensor | None = None
         self.value_band_norms: torch.Tensor | None = None
+        # query-aligned key witness (a, rho, eps), when the recorder carries a query basis
+        self.key_qa_coef: torch.Tensor | None = None
+        self.key_qa_rest: torch.Tensor | None = None
+        self.key_qa_cross: torch.Tensor | None = None
+
+    def _qa_basis(self) -> torch.Tensor | None:
+        """This layer's calibrated query basis ``(Hkv, D, r)``, if the recorder carries one."""
+        qb = getattr(self.recorder, "query_basis", None)
+        return None if qb is None else qb.for_layer(self.layer_idx)
+
+    def _qa_record(self, exact: torch.Tensor, served: torch.Tensor, replace: bool) -> None:
+        """Store the query-aligned witness of keys ``(B, Hkv, T, D)`` (appended, or replacing all)."""
+        u = self._qa_basis()
+        if u is None:
+            return
+        w = qa_witness(exact.to(torch.float64) - served.to(torch.float64), u.to(exact.device))
+        for name, v in (("key_qa_coef", w.coef), ("key_qa_rest", w.rest.unsqueeze(-1)),
+                        ("key_qa_cross", w.cross.unsqueeze(-1))):
+            if replace:
+                setattr(self, name, v)
+            else:
+                self._append(name, v)
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
         if not self.is_initialized:
@@ -134,6 +159,7 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
         self._append("exact_values", value_states)
         self._append("key_band_norms", wk.band_norms)
         self._append("value_band_norms", wv.band_norms)
+        self._qa_record(key_states, k_hat, replace=False)
         return self.keys, self.values
 
     def _serve(self, codec: Codec | None, exact: torch.Tensor, old_served: torch.Tensor | None, tensor: str
@@ -173,6 +199,7 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
         old_v = self.values if self.values is not None and self.values.numel() else None
         self.keys, self.key_band_norms = self._serve(self.key_codec, self.exact_keys, old_k, "key")
         self.values, self.value_band_norms = self._serve(self.value_codec, self.exact_values, old_v, "value")
+        self._qa_record(self.exact_keys, self.keys, replace=True)
         return self.keys, self.values
 
     def crop(self, tokens_to_remove: int) -> None:
@@ -183,9 +210,15 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
             raise ValueError(f"layer {self.layer_idx}: a sparse read reached a dense KV witness layer")
         if self.keys is None or key.shape != self.keys.shape or key.data_ptr() != self.keys.data_ptr():
             raise ValueError(f"layer {self.layer_idx}: attention read keys that are not the served keys")
-        sc = dense_scores(query, self.exact_keys, key, self.key_band_norms, scaling, query.shape[1] // key.shape[1])
+        groups = query.shape[1] // key.shape[1]
+        sc = dense_scores(query, self.exact_keys, key, self.key_band_norms, scaling, groups)
+        u = self._qa_basis()
+        qa = None
+        if u is not None and self.key_qa_coef is not None:
+            w = QAWitness(self.key_qa_coef, self.key_qa_rest[..., 0], self.key_qa_cross[..., 0])
+            qa = qa_radius(query, u.to(query.device), w, groups, scaling)
         return ReadScores(sc.s_exact, sc.s_served, visibility(mask, sc.s_exact.shape), [sc.component],
-                          score_err=sc.score_err, width=query.shape[-1])
+                          score_err=sc.score_err, width=query.shape[-1], qa_radius=qa)
 
 
     def read_values(self, value: torch.Tensor, groups: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
