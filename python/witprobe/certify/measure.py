@@ -22,7 +22,7 @@ from witprobe.calculus.opnorm import OpNormBound, spectral_norm_upper
 from witprobe.certify.progress import Progress, TokenProgress
 from witprobe.kinds.registry import KINDS
 from witprobe.certify.prompts import Prompt, encode, is_valid
-from witprobe.memory.codecs import SEQUENCE, Codec, CodecError, make_codec
+from witprobe.memory.codecs import EVICT, SEQUENCE, Codec, CodecError, make_codec
 from witprobe.models.zoo import MODELS, LoadedModel
 from witprobe.probe.layouts import layer_kinds, text_config, witness_cache_for
 from witprobe.probe.observer import ATTN_IMPLEMENTATION, Observer
@@ -117,8 +117,9 @@ def check_compatible(cfg: MeasureConfig, loaded: LoadedModel) -> None:
     mc = text_config(loaded.model.config)
     kinds = set(layer_kinds(mc))
     codec = make_codec(cfg.codec, cfg.bands)
-    if codec.scope == SEQUENCE and kinds != {"dense_kv"}:
-        raise ValueError(f"codec {cfg.codec} is sequence-level and applies to dense KV layers only; "
+    if codec.scope in (SEQUENCE, EVICT) and kinds != {"dense_kv"}:
+        what = "an eviction policy" if codec.scope == EVICT else "sequence-level"
+        raise ValueError(f"codec {cfg.codec} is {what} and applies to dense KV layers only; "
                          f"{cfg.model} has {', '.join(sorted(kinds - {'dense_kv'}))} layers")
     if any(KINDS[k].bands_divide_head_dim for k in kinds):
         d = head_dim_of(mc)
