@@ -19,7 +19,8 @@
       [s_t <= U_t] on the evicted keys and [sum_{not R} e^{U_t} <= rho * Z_R] give [TV <= B];
     - [evict_banded_claim]: the same with [s_t = scale <q, k_t>] computed band by band and
       [U_t = scale * sum_b ||q_b|| ||k_{t,b}||] (Cauchy-Schwarz per band, [ScoreBridge]): the
-      hypothesis is on the retained keys' exact logits and the evicted keys' stored band norms.
+      hypothesis is on the retained keys' exact logits and the evicted keys' stored band norms;
+    - [evict_side]: the numeric side condition [rho <= B (1 + rho)] of a per-run theorem.
 
     Counterexample [evict_needs_upper_logits]: if [U_t] under-estimates an evicted logit, the
     bound fails (two equal logits, one evicted, [U = s - 1]: [TV = 1/2 > 1/(e + 1)]). *)
@@ -173,6 +174,14 @@ Proof.
   intros Hrho HB n nb w scale q k inR Hs HX.
   apply (evict_claim rho B Hrho HB n _ (fun t => scale * banded_witness nb w q (k t)) inR); [|exact HX].
   intros t _ _. apply banded_logit_le, Hs.
+Qed.
+
+(** The numeric side condition of a per-run theorem in a form [lra] closes on rational constants:
+    [rho <= B (1 + rho)] gives [rho / (1 + rho) <= B]. *)
+Lemma evict_side (rho B : R) : 0 <= rho -> rho <= B * (1 + rho) -> rho / (1 + rho) <= B.
+Proof.
+  intros Hr Hb. apply Rmult_le_reg_r with (1 + rho); [lra|].
+  replace (rho / (1 + rho) * (1 + rho)) with rho by (field; lra). lra.
 Qed.
 
 (** Counterexample: the bound needs [s_t <= U_t]. Two keys with logit [0], key [1] evicted, and
