@@ -219,12 +219,18 @@ def test_evict_theorem_refuses_a_bound_below_rho_over_one_plus_rho():
 # --- SmolLM2, default prompts ----------------------------------------------------------------------
 
 def test_smollm2_default_prompts_streaming(smollm2):
-    run = measure(smollm2, MeasureConfig(model="smollm2", codec="evict-streaming", max_new_tokens=8,
+    """Soundness on real weights: never beaten, self-checks 0. On SmolLM2 the Cauchy-Schwarz bound of
+    an evicted logit (``scale ||q_b|| ||k_b||``, RHO ~ 1e15..1e23) is far above the real logits, so
+    the layer bounds are vacuous here (docs/CODECS.md, Eviction); non-triviality is tested above on
+    the tiny model."""
+    run = measure(smollm2, MeasureConfig(model="smollm2", codec="evict-streaming", max_new_tokens=4,
                                          reference=False))
     d = derive(run)
     assert d.failures == [], d.failures
     assert not any(d.self_checks.values()), {k: v for k, v in d.self_checks.items() if v}
     claims = _evict_claims(d)
     assert len(claims) == len(run["layers"])
-    assert all(float(c.value) >= c.realized_max for c in claims)
-    assert any(c.value < 1 for c in claims)
+    assert all(float(c.value) >= c.realized_max > 0 for c in claims)
+    for layer in run["layers"]:
+        assert layer["read"]["evict_rows_evicting"] > 0
+        assert layer["read"]["evict_bound"]["max"] >= layer["read"]["evict_tv_realized"]["max"]
