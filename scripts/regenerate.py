@@ -57,6 +57,8 @@ STEPS: tuple[Step, ...] = (
     Step("tightness_query_aligned", ("bench/results/tightness_qa_cpu.json",),
          (PY, "bench/tightness.py", "--query-aligned", "16", "--out", "bench/results/tightness_qa_cpu.json"),
          bench=True, minutes=15),
+    Step("eviction_long", ("bench/results/eviction_long.json",),
+         (PY, "bench/eviction_long.py"), bench=True, minutes=12),
     Step("ledger_replay", ("bench/results/ledger_replay.json",),
          (PY, "bench/ledger_replay.py", "--repeat", "5"), bench=True, minutes=5),
     Step("serving_throughput", ("bench/results/serving_throughput.json",),

@@ -212,7 +212,7 @@ def assemble(run_sha: str, deriv: Derivation, obligations_sha: str | None, coq_s
             "tiers": tiers,
             "worst_bound": {"claim": worst["id"], "bound": worst["bound"]} if worst else None,
             "coq": {"theorems": len(deriv.theorems), "kernel_checked": coq_checked, "rejected": coq_rejected},
-            "lean": {"theorems": len(deriv.theorems), "kernel_checked": len(lean_checked), "failed": lean_failed},
+            "lean": {"theorems": len(deriv.lean_theorems), "kernel_checked": len(lean_checked), "failed": lean_failed},
             **verdict.scope_summary(ok, claims, deriv.scope),
         },
     }

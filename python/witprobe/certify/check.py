@@ -109,7 +109,7 @@ def check_dir(directory: Path) -> CheckResult:
         raise InputError(run_path, "", f"malformed ({type(e).__name__}: {e})") from None
     lean_text = render_run(deriv.obligations, run_sha) if deriv.obligations else None
     coq_text = render_coq(deriv.theorems, run_sha) if deriv.theorems else None
-    real_text = render_lean_real(deriv.theorems, run_sha) if deriv.theorems else None
+    real_text = render_lean_real(deriv.lean_theorems, run_sha) if deriv.lean_theorems else None
     for rel, text in ((COQ_FILE, coq_text), (LEAN_REAL_FILE, real_text), (OBLIGATIONS_FILE, lean_text)):
         _compare_file(d / rel, rel, text, res)
     lean_path = d / OBLIGATIONS_FILE
@@ -200,7 +200,7 @@ def _recheck_lean_real(stored: dict[str, Any], deriv: Derivation, run_sha: str, 
     that cannot be re-verified here is refused.
     """
     mode = _mode(stored, "lean", res)
-    fresh = lean_real_check(mode, path, text or "", run_sha, deriv.theorems)
+    fresh = lean_real_check(mode, path, text or "", run_sha, deriv.lean_theorems)
     for name, st in fresh.statuses.items():
         if st.status == FAILED:
             res.problems.append(f"Lean rejects theorem {name}: {st.reason}")
@@ -216,7 +216,7 @@ def _recheck_lean_real(stored: dict[str, Any], deriv: Derivation, run_sha: str, 
         return fresh
     reason = str(stored.get("reason", ""))
     return LeanOutcome(mode, str(stored.get("status")), reason, stored.get("toolchain"),
-                       {t.theorem: ObligationStatus(t.theorem, UNCHECKED, reason) for t in deriv.theorems})
+                       {t.theorem: ObligationStatus(t.theorem, UNCHECKED, reason) for t in deriv.lean_theorems})
 
 
 def _recheck_lean(stored_lean: dict[str, Any], deriv: Derivation, run_sha: str, lean_path: Path,

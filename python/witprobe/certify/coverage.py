@@ -67,7 +67,9 @@ def coverage(run: dict[str, Any]) -> list[dict[str, Any]]:
                 t = KINDS[x["memory_class"]].main_tensor
                 if f"{t}_rel_residual" in x["write"]:
                     rel.append(x["write"][f"{t}_rel_residual"]["mean"])
-                    cons.append(x["write"][f"{t}_conservativeness"]["mean"])
+                    c = x["write"][f"{t}_conservativeness"]["mean"]
+                    if c is not None:  # None when every residual is 0 (a lossless store: eviction codecs)
+                        cons.append(c)
             row["headline"] = {
                 "rel_residual_median": statistics.median(rel) if rel else None,
                 "conservativeness_median": statistics.median(cons) if cons else None,

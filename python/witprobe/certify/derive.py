@@ -9,6 +9,8 @@ produced for every non-vacuous form. ``certify check`` calls this again on the s
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -24,7 +26,7 @@ from witprobe.calculus.chains import FORMS, ReadMaxima, read_chain
 from witprobe.calculus.metrics import Metric
 from witprobe.calculus.registry import DEFAULT_REGISTRY, TierRegistry
 from witprobe.calculus.tiers import Tier, meet
-from witprobe.formal.claim_theorems import ClaimTheorem, claim_theorem
+from witprobe.formal.claim_theorems import ClaimTheorem, claim_theorem, evict_theorem
 from witprobe.formal.obligations import ChainObligation, reference_check
 from witprobe.kinds.registry import KINDS
 from witprobe.self_checks import is_self_check, record_of
@@ -92,6 +94,11 @@ class Derivation:
     coverage: list[dict[str, Any]] = field(default_factory=list)
     theorems: list[ClaimTheorem] = field(default_factory=list)
     scope: RunScope | None = None  # end-to-end readings and what the run compressed (verdict text)
+
+    @property
+    def lean_theorems(self) -> list[ClaimTheorem]:
+        """The theorems also stated in Lean (``obligations/run_real.lean``); eviction theorems are Coq only."""
+        return [t for t in self.theorems if t.has_lean]
 
 
 def _stat(block: dict[str, Any], key: str, field_: str, where: str) -> float | None:
@@ -269,8 +276,16 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
             attn.extra["boxsup"] = _boxsup(idx, read, where, realized, sizes.keys, score_err, score_abs_max, c_max,
                                            failures)
         claims.append(attn)
+        tv_for_output = attn
+        if mclass == "dense_kv" and "evict_rows" in read:  # an eviction codec: full vs pruned attention
+            evict, th = _evict_claim(idx, read, where, reg_tier, failures)
+            claims.append(evict)
+            if th is not None:
+                theorems.append(th)
+            tv_for_output = _composed_tv(attn, evict)
         if mclass == "dense_kv":  # the values' effect: attention output before and after W_o
-            claims.extend(output_claims(idx, layer, read, attn, run.get("schema"), checks, failures, where, Claim))
+            claims.extend(output_claims(idx, layer, read, tv_for_output, run.get("schema"), checks, failures, where,
+                                        Claim))
         if kind.selection:
             claims.extend(_selection_claims(idx, read, where, best_eval, registry, failures,
                                             run.get("schema") in MAGNITUDE_SCHEMAS, sizes.keys))
@@ -278,6 +293,64 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
             claims.append(_pooling_claim(idx, write, where))
         readings.append(_layer_readings(idx, mclass, write, read, where))
     return Derivation(claims, obligations, checks, failures, readings, coverage(run), theorems, run_scope(run))
+
+
+EVICT_COUNTERS = ("rows_evict_beaten", "rows_evict_mass_mismatch", "rows_evict_viol_upper")
+
+
+def _evict_claim(idx: int, read: dict[str, Any], where: str, reg_tier: Tier, failures: list[str]
+                 ) -> tuple[Claim, ClaimTheorem | None]:
+    """The eviction claim ``L.evict_tv``: ``TV(full attention, pruned attention) <= B`` on every read
+    row of the layer, with ``B = RHO / (1 + RHO)`` and ``RHO`` the layer maximum of the meter's
+    ``evict_rho`` rounded up (``coq/Witprobe/Eviction.v``, ``evict_banded_claim``).
+
+    Certified-candidate: its per-run theorem (Coq only) is stated when ``RHO`` is finite; the
+    certificate prints it ``certified`` only if Coq checks that theorem. The realized TV of full vs
+    pruned attention (``evict_tv_realized``) is compared with ``B``; a bound below it fails.
+    """
+    cid = f"L{idx:02d}.evict_tv"
+    rows = _counter(read, "evict_rows", where)
+    for name in EVICT_COUNTERS:
+        if name not in read:
+            failures.append(f"layer {idx}: self-check counter {name} is missing (fail closed)")
+    realized = _stat(read, "evict_tv_realized", "max", where) or 0.0
+    extra: dict[str, Any] = {
+        "rows": rows,
+        "rows_evicting": _counter(read, "evict_rows_evicting", where),
+        "evicted_keys_max": _stat(read, "evict_keys", "max", where),
+        "evicted_keys_mean": _stat(read, "evict_keys", "mean", where),
+        "realized_mean": _stat(read, "evict_tv_realized", "mean", where),
+        "row_bound_mean": _stat(read, "evict_bound", "mean", where),
+        "row_tightness_mean": _stat(read, "evict_tightness", "mean", where),
+    }
+    rho_max = _stat(read, "evict_rho", "max", where) or 0.0
+    try:
+        rho = rounding.up(rho_max, what=f"{where} evict_rho")
+    except rounding.RoundingError as e:
+        extra["reason"] = f"RHO is not finite: {e}"
+        return Claim(cid, idx, ATTN_TV, "evict", None, True, reg_tier, realized, kind="evict_tv", extra=extra,
+                     memory_class="dense_kv"), None
+    rho_units = rounding.to_units_up(rho)
+    rho_q = rounding.from_units(rho_units)
+    b_units = rounding.to_units_up(rho_q / (1 + rho_q))
+    bound = rounding.from_units(b_units)
+    if bound < Fraction(realized):
+        failures.append(f"layer {idx}: evict bound {float(bound):.6g} beaten by realized TV {realized:.6g}")
+    extra["rho"] = rounding.decimal_up(rho_q, 9)
+    vacuous = bound >= 1
+    claim = Claim(cid, idx, ATTN_TV, "evict", bound, vacuous, meet(reg_tier, Tier.CERTIFIED), realized,
+                  kind="evict_tv", extra=extra, memory_class="dense_kv",
+                  proofs=("Witprobe.Eviction.evict_banded_claim",))
+    return claim, (None if vacuous else evict_theorem(cid, rho_units, b_units))
+
+
+def _composed_tv(attn: Claim, evict: Claim) -> Claim:
+    """The TV bound of full exact attention vs the served (pruned, stored) attention, for the output
+    claims: the storage bound plus the eviction bound (triangle inequality), ``None`` if either is."""
+    if attn.value is None or evict.value is None:
+        return dataclasses.replace(attn, value=None, vacuous=True)
+    total = attn.value + evict.value
+    return dataclasses.replace(attn, value=total, vacuous=attn.vacuous or evict.vacuous or total >= 1)
 
 
 BOXSUP_REASON = ("box supremum of the TV over the per-key score box (witprobe.probe.box_sup): no kernel-checked "

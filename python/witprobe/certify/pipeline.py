@@ -106,14 +106,14 @@ def produce(run: dict[str, Any], lean_mode: str, workdir: Path, lean_timeout_s: 
     if coq_text is not None:
         (workdir / COQ_FILE).parent.mkdir(parents=True, exist_ok=True)
         (workdir / COQ_FILE).write_text(coq_text, encoding="utf-8")
-    real_text = render_lean_real(deriv.theorems, run_sha) if deriv.theorems else None
+    real_text = render_lean_real(deriv.lean_theorems, run_sha) if deriv.lean_theorems else None
     real_path = workdir / LEAN_REAL_FILE
     if real_text is not None:
         real_path.parent.mkdir(parents=True, exist_ok=True)
         real_path.write_text(real_text, encoding="utf-8")
     outcomes = KernelOutcomes(
         coq=coq_check(coq_mode, deriv.theorems, run_sha, timeout_s=lean_timeout_s),
-        lean=lean_real_check(lean_mode, real_path, real_text or "", run_sha, deriv.theorems, timeout_s=lean_timeout_s),
+        lean=lean_real_check(lean_mode, real_path, real_text or "", run_sha, deriv.lean_theorems, timeout_s=lean_timeout_s),
         lean_arithmetic=lean_check(lean_mode, lean_path, lean_text or "", run_sha, deriv.obligations,
                                    timeout_s=lean_timeout_s),
     )

@@ -65,6 +65,7 @@ def print_table(cert: dict[str, Any], out: TextIO) -> None:
             file=out,
         )
     print("(* = vacuous: a TV bound >= 1 says nothing; bounds are rounded up; box-sup is empirical)", file=out)
+    print_evictions(cert, out)
     print_outputs(cert, out)
     print_recurrent(cert, out)
     print_pooling(cert, out)
@@ -112,6 +113,27 @@ def print_outputs(cert: dict[str, Any], out: TextIO) -> None:
             file=out,
         )
     print("(* = the layer's TV bound is vacuous: only the trivial TV <= 1 is used)", file=out)
+
+
+def print_evictions(cert: dict[str, Any], out: TextIO) -> None:
+    """Eviction codecs: per layer, TV(full, pruned attention) realized vs the bound RHO/(1+RHO)."""
+    ev = [c for c in cert["claims"] if c["kind"] == "evict_tv"]
+    if not ev:
+        return
+    head = (f"{'layer':>5} {'TV real':>8} {'bound':>8} {'RHO':>12} {'tight':>6} {'rows evicting':>14} "
+            f"{'evicted max':>11} {'tier':>9}")
+    print("\neviction: TV of full vs pruned attention per row, bound from retained logits and evicted band norms:",
+          file=out)
+    print(head, file=out)
+    print("-" * len(head), file=out)
+    for c in ev:
+        e = c["extra"]
+        print(f"{c['layer']:>5} {_num(c['realized_tv_max']):>8} {_bound(c['bound'], c['vacuous']):>8} "
+              f"{(e.get('rho') or '-')[:12]:>12} {_num(c['tightness'], '{:.2f}'):>6} "
+              f"{e['rows_evicting']:>6}/{e['rows']:<7} {_num(e.get('evicted_keys_max'), '{:.0f}'):>11} "
+              f"{c['tier']:>9}", file=out)
+    print("(the attention table above bounds the stored entries on the retained keys; eviction is this table)",
+          file=out)
 
 
 def print_recurrent(cert: dict[str, Any], out: TextIO) -> None:

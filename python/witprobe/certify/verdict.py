@@ -32,11 +32,12 @@ EXIT_DIVERGED = 5
 BOUNDED_KINDS = {
     "attn_tv": "attention-distribution TV (keys)",
     "attn_tv_total": "attention TV incl. selection changes",
+    "evict_tv": "attention TV from eviction (full vs pruned attention)",
     "selection": "swapped selector mass",
     "attn_out": "attention-output error ||y - y_hat||",
     "attn_out_proj": "output-projection error ||W_o (y - y_hat)||",
 }
-TV_KINDS = ("attn_tv", "attn_tv_total")
+TV_KINDS = ("attn_tv", "attn_tv_total", "evict_tv")
 ATTENTION_CLASSES = ("dense_kv", "latent", "latent_indexed", "v4_sliding", "v4_hca", "v4_csa")
 
 

@@ -93,13 +93,17 @@ class ClaimTheorem:
     ``shape``: ``banded`` (dense KV, hypothesis on query and key-residual band norms), ``latent``
     (MLA, hypothesis on the latent meter's radius), ``sink`` (score level plus a sink column) or
     ``score`` (score level: the measured radius bounds the score error by the memory class's
-    bridge, a library theorem the per-run statement does not restate).
+    bridge, a library theorem the per-run statement does not restate), or ``evict`` (dense KV
+    under an eviction codec: full vs pruned attention, :func:`evict_theorem`).
+
+    A theorem with an empty ``lean_statement`` is stated in Coq only (no Lean library lemma
+    states it yet; :attr:`has_lean`): the Lean file leaves it out and its Lean status is unchecked.
     """
 
     claim_id: str
     theorem: str
     form: str
-    shape: str  # "banded", "latent", "score" or "sink"
+    shape: str  # "banded", "latent", "score", "sink" or "evict"
     statement: str
     proof: str
     constants: tuple[Constant, ...]
@@ -109,6 +113,11 @@ class ClaimTheorem:
     lean_proof: str
     lean_proved_by: tuple[str, ...]
     lean_side: LeanSide
+
+    @property
+    def has_lean(self) -> bool:
+        """Whether the theorem is also stated in Lean (``obligations/run_real.lean``)."""
+        return bool(self.lean_statement)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -364,3 +373,34 @@ def claim_theorem(claim_id: str, form: str, memory_class: str, ev: ChainEvaluati
         raise ClaimTheoremError(f"{claim_id}: no theorem shape for form {form!r}")
     return ClaimTheorem(claim_id, name, form, shape, stmt, proof, consts, measured, proved,
                         lstmt, lproof, lproved, side)
+
+
+_EVICT_S = "(fun t => scale * bdot nb w q (k t))"
+EVICT_MEASURED = ("RHO: max over read rows of sum_{t evicted} e^{U_t} / sum_{t retained} e^{s_t}, "
+                  "U_t = scale * sum_b ||q_b|| ||k_{t,b}|| from stored band norms (read.evict_rho)")
+
+
+def evict_theorem(claim_id: str, rho_units: int, bound_units: int) -> ClaimTheorem:
+    """The theorem of an eviction claim (``coq/Witprobe/Eviction.v``, ``evict_banded_claim``).
+
+    For every query ``q`` and keys ``k`` split into ``nb`` bands (widths ``w``), every retained set
+    ``inR`` and ``scale >= 0``: if ``sum_{not R} e^{scale sum_b ||q_b|| ||k_{t,b}||} <= RHO *
+    sum_R e^{scale <q, k_t>}`` then ``TV(softmax(scale <q, k_t>), pruned) <= B``, where ``pruned``
+    is the softmax over the retained keys only. Constants in units of ``2**-48``; the proof closes
+    ``RHO <= B (1 + RHO)`` with ``lra``. Stated in Coq only (``lean_statement`` empty).
+    """
+    name = theorem_name(claim_id)
+    rho = Constant("RHO", rho_units, "layer maximum of read.evict_rho, rounded outward")
+    b = Constant("B", bound_units, f"claimed bound of {claim_id} (RHO / (1 + RHO), rounded up)")
+    if not rho.value <= b.value * (1 + rho.value):
+        raise ClaimTheoremError(f"{claim_id}: B = {b.value} is below RHO / (1 + RHO) for RHO = {rho.value}")
+    stmt = ("forall (n nb : nat) (w : nat -> nat) (scale : R) (q : nat -> nat -> R) "
+            "(k : nat -> nat -> nat -> R) (inR : nat -> bool),\n  0 <= scale ->\n  "
+            "zevict n (fun t => scale * banded_witness nb w q (k t)) inR\n"
+            f"    <= {rho.coq} * zret n {_EVICT_S} inR ->\n  "
+            f"tv n (softmax n {_EVICT_S})\n       (pruned n {_EVICT_S} inR) <= {b.coq}")
+    proof = "apply evict_banded_claim; [lra | apply evict_side; lra]."
+    proved = ("Witprobe.Eviction.evict_banded_claim", "Witprobe.Eviction.tv_pruned_evicted_mass",
+              "Witprobe.Eviction.banded_logit_le", "Witprobe.Selection.tv_restrict")
+    return ClaimTheorem(claim_id, name, "evict", "evict", stmt, proof, (rho, b), (EVICT_MEASURED,), proved,
+                        "", "", (), LeanSide("evict", rho.value, b.value))

@@ -51,7 +51,8 @@ def render_coq(theorems: Sequence[ClaimTheorem], run_sha: str) -> str:
         bundle = f"conj {name} ({bundle})" if bundle != "I" else f"conj {name} I"
     shapes = {t.shape for t in theorems}
     extra = (" ScoreBridge ClaimsBanded" if "banded" in shapes else "") + (
-        " LatentBridge ClaimsLatent" if "latent" in shapes else "")
+        " LatentBridge ClaimsLatent" if "latent" in shapes else "") + (
+        " Selection Eviction" + ("" if "banded" in shapes else " ScoreBridge") if "evict" in shapes else "")
     text = template("run.v.j2").render(version=__version__, run_sha=run_sha, module=coq_module(run_sha),
                               theorems=list(theorems), bundle=bundle, extra_imports=extra)
     bad = lint_source(text)

@@ -15,10 +15,13 @@ entry:
 - :class:`KIVICodec` acts on a whole sequence ``(..., T, D)`` (the served state after ``T``
   writes: grouped blocks quantized, a full-precision residual window);
 - :class:`StateIntCodec` quantizes a recurrent state tensor per channel;
-- :class:`SinkWindowPolicy` and :class:`HeavyHitterPolicy` are eviction policies. Eviction
-  removes entries rather than perturbing them, so these are selection functions returning the
-  kept indices, not ``x -> x_hat`` maps; the error they cause is the attention mass of the
-  dropped entries, measured by the read meters.
+- :class:`SinkWindowPolicy`, :class:`HeavyHitterPolicy` and :class:`SnapKVPolicy` are eviction
+  policies. Eviction removes entries rather than perturbing them, so these are selection
+  functions returning the kept indices, not ``x -> x_hat`` maps; the error they cause is the
+  attention mass of the dropped entries. :class:`EvictionCodec` (scope ``"evict"``) puts a policy
+  on the ``--codec`` path: the dense witness layer keeps every retained entry exact, hides the
+  evicted ones from attention, and the read meter bounds their mass from their stored band norms
+  (``coq/Witprobe/Eviction.v``).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ class CodecError(ValueError):
     """A codec was configured or applied wrongly (the message names what)."""
 
 
-ENTRY, SEQUENCE = "entry", "sequence"
+ENTRY, SEQUENCE, EVICT = "entry", "sequence", "evict"
 
 
 @dataclass(frozen=True)
@@ -565,6 +568,120 @@ class HeavyHitterPolicy(EvictionPolicy):
 
 
 @dataclass(frozen=True)
+class SnapKVPolicy(EvictionPolicy):
+    """Observation-window voting with pooling (SnapKV; Li et al., "SnapKV: LLM Knows What You are
+    Looking for Before Generation", NeurIPS 2024, arXiv 2404.14469).
+
+    The scores are the votes of the observation window: for every cached token, the attention
+    mass it receives from the last ``window`` prompt queries (summed over the window and over the
+    query heads of a KV head). The votes of the prefix (all but the last ``window`` tokens) are
+    smoothed by a 1-D pooling of width ``kernel`` (``"max"`` or ``"avg"``, stride 1, zero-padded
+    for ``avg``, same length), the ``capacity`` prefix tokens with the largest pooled vote are
+    kept, and the window itself is always kept: ``K = min(T, capacity + window)`` per leading
+    index. **Ties** go to the older token (stable sort by descending pooled vote). NaN votes raise
+    :class:`CodecError` (fail closed).
+
+    Parameters
+    ----------
+    capacity:
+        Prefix tokens kept besides the observation window.
+    window:
+        Length of the observation window (the last prompt tokens; always kept).
+    kernel:
+        Pooling width (odd, >= 1).
+    pooling:
+        ``"max"`` or ``"avg"``.
+    """
+
+    capacity: int = 256
+    window: int = 32
+    kernel: int = 7
+    pooling: str = "max"
+
+    def __post_init__(self) -> None:
+        for field_name in ("capacity", "window"):
+            v = getattr(self, field_name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise CodecError(f"snapkv policy: {field_name} must be a non-negative integer, got {v!r}")
+        if not isinstance(self.kernel, int) or isinstance(self.kernel, bool) or self.kernel < 1 or self.kernel % 2 == 0:
+            raise CodecError(f"snapkv policy: kernel must be an odd positive integer, got {self.kernel!r}")
+        if self.pooling not in ("max", "avg"):
+            raise CodecError(f"snapkv policy: pooling must be 'max' or 'avg', got {self.pooling!r}")
+
+    def pooled(self, votes: torch.Tensor) -> torch.Tensor:
+        """The votes ``(..., P)`` pooled along the last dimension (same shape, float64)."""
+        v = votes.to(torch.float64)
+        lead, p = v.shape[:-1], v.shape[-1]
+        flat = v.reshape(-1, 1, p)
+        pad = self.kernel // 2
+        if self.pooling == "max":
+            out = torch.nn.functional.max_pool1d(flat, self.kernel, stride=1, padding=pad)
+        else:
+            out = torch.nn.functional.avg_pool1d(flat, self.kernel, stride=1, padding=pad, count_include_pad=True)
+        return out.reshape(*lead, p)
+
+    def keep(self, scores: torch.Tensor) -> torch.Tensor:
+        if torch.isnan(scores).any():
+            raise CodecError("snapkv policy: NaN in the votes")
+        t = scores.shape[-1]
+        lead = scores.shape[:-1]
+        if t <= self.capacity + self.window:
+            return torch.arange(t, device=scores.device).expand(*lead, t).clone()
+        pooled = self.pooled(scores[..., : t - self.window])
+        order = torch.sort(pooled, dim=-1, descending=True, stable=True).indices[..., : self.capacity]
+        win = torch.arange(t - self.window, t, device=scores.device).expand(*lead, self.window)
+        return torch.sort(torch.cat([order, win], dim=-1), dim=-1).values
+
+
+@dataclass(frozen=True)
+class EvictionCodec(Codec):
+    """An eviction policy on the ``--codec`` path (scope ``"evict"``; docs/CODECS.md, Eviction).
+
+    Entries are stored exactly (:meth:`encode_decode` is the identity); the dense witness layer
+    applies the policy to the cache before each write that follows a read, keeps a retained mask
+    ``(B, Hkv, T)``, and attention hides the evicted keys. ``schedule`` says when the policy runs:
+
+    - ``"every_step"`` (StreamingLLM, H2O): before every write after the first, on the entries
+      retained so far (an evicted entry never returns);
+    - ``"once_after_prefill"`` (SnapKV): once, before the first decode write, from the votes of the
+      prompt's observation window; later entries are all kept.
+
+    ``votes`` says what the policy scores: ``"none"`` (positions only), ``"attention"`` (attention
+    mass accumulated over every read, H2O) or ``"window"`` (the last ``policy.window`` prompt
+    queries, SnapKV).
+    """
+
+    policy: EvictionPolicy = SinkWindowPolicy()
+    label: str = "evict"
+
+    scope: ClassVar[str] = EVICT
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.policy, (SinkWindowPolicy, HeavyHitterPolicy, SnapKVPolicy)):
+            raise CodecError(f"eviction codec: unknown policy {type(self.policy).__name__}")
+
+    @property
+    def name(self) -> str:
+        return self.label
+
+    @property
+    def schedule(self) -> str:
+        return "once_after_prefill" if isinstance(self.policy, SnapKVPolicy) else "every_step"
+
+    @property
+    def votes(self) -> str:
+        if isinstance(self.policy, HeavyHitterPolicy):
+            return "attention"
+        if isinstance(self.policy, SnapKVPolicy):
+            return "window"
+        return "none"
+
+    def encode_decode(self, x: torch.Tensor) -> torch.Tensor:
+        """Retained entries are served exactly: the identity (eviction is a mask, not a perturbation)."""
+        return x
+
+
+@dataclass(frozen=True)
 class KIVIKVCodec(Codec):
     """KIVI for a KV cache (the ``kivi*`` codecs of the command line): per-channel keys, per-token
     values, a full-precision residual window; :meth:`for_role` gives the :class:`KIVICodec` of
@@ -715,6 +832,24 @@ for _bits in (2, 4):
 register_codec("kivi2-r32", lambda bands: KIVIKVCodec(bits=2, group_size=32, residual=32),
                "KIVI 2-bit with a 32-token full-precision window (quantizes more of a short prompt)")
 del _bits
+
+# eviction policies (scope "evict"): small budgets that evict on the default prompts, and larger ones
+for _name, _policy, _summary in (
+    ("evict-streaming", SinkWindowPolicy(sinks=4, window=16),
+     "eviction, StreamingLLM: 4 attention sinks plus the 16 most recent tokens"),
+    ("evict-streaming-256", SinkWindowPolicy(sinks=4, window=252),
+     "eviction, StreamingLLM: 4 attention sinks plus the 252 most recent tokens"),
+    ("evict-h2o", HeavyHitterPolicy(heavy=8, recent=12),
+     "eviction, H2O: 8 heavy hitters (accumulated attention) plus the 12 most recent tokens"),
+    ("evict-h2o-256", HeavyHitterPolicy(heavy=128, recent=128),
+     "eviction, H2O: 128 heavy hitters plus the 128 most recent tokens"),
+    ("evict-snapkv", SnapKVPolicy(capacity=12, window=8, kernel=5, pooling="max"),
+     "eviction, SnapKV: 12 prompt tokens voted by the last 8 (max-pooled, kernel 5) plus that window"),
+    ("evict-snapkv-256", SnapKVPolicy(capacity=224, window=32, kernel=7, pooling="max"),
+     "eviction, SnapKV: 224 prompt tokens voted by the last 32 (max-pooled, kernel 7) plus that window"),
+):
+    register_codec(_name, (lambda p, n: lambda bands: EvictionCodec(policy=p, label=n))(_policy, _name), _summary)
+del _name, _policy, _summary
 
 
 def make_codec(name: str, bands: int) -> Codec:

@@ -12,7 +12,7 @@ from typing import Any
 
 from witprobe.kinds.base import BuildContext, MemoryKind
 from witprobe.kinds.registry import KINDS
-from witprobe.memory.codecs import SEQUENCE, Codec
+from witprobe.memory.codecs import EVICT, SEQUENCE, Codec
 from witprobe.probe.witness_cache import WitnessCache, WriteRecorder
 
 
@@ -69,8 +69,9 @@ def witness_cache_for(config: Any, codec: Codec, bands: int, compress_values: bo
     cfg = text_config(config)
     kinds = layer_kinds(cfg)
     other = sorted({k for k in kinds if k != "dense_kv"})
-    if codec.scope == SEQUENCE and other:
-        raise LayoutError(f"codec {codec.name} is sequence-level; it applies to dense KV layers only, "
+    if codec.scope in (SEQUENCE, EVICT) and other:
+        what = "an eviction policy" if codec.scope == EVICT else "sequence-level"
+        raise LayoutError(f"codec {codec.name} is {what}; it applies to dense KV layers only, "
                           f"not to {', '.join(other)}")
     return WitnessCache([KINDS[kind].build(BuildContext(i, cfg, codec, bands, compress_values, recorder, model))
                          for i, kind in enumerate(kinds)])

@@ -15,6 +15,7 @@ import contextlib
 import contextvars
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -106,7 +107,36 @@ def witprobe_attention(
     if obs is not None:
         obs.observe_read(module, query, key, attention_mask, scaling, indices=indices, sinks=sinks, value=value)
     served_mask = attention_mask if indices is None else sparse_mask(attention_mask, indices, key.shape[2], query.dtype)
+    retained = _served_retained(obs, module, query.shape[1] // key.shape[1])
+    if retained is not None:
+        served_mask = eviction_mask(served_mask, retained, query.shape[2], query.dtype)
     return eager_attention(module, query, key, value, served_mask, scaling, dropout, sinks=sinks)
+
+
+def _served_retained(obs: "Observer | None", module: nn.Module, groups: int) -> torch.Tensor | None:
+    """The retained-key mask ``(B, H, 1, T)`` of the layer this call reads, if it evicts."""
+    if obs is None or obs.cache is None:
+        return None
+    idx = getattr(module, "layer_idx", None)
+    if idx is None or not 0 <= idx < len(obs.cache.layers):
+        return None
+    fn = getattr(obs.cache.layers[idx], "served_retained", None)
+    return None if fn is None else fn(groups)
+
+
+def eviction_mask(mask: torch.Tensor | None, retained: torch.Tensor, q_len: int, dtype: torch.dtype) -> torch.Tensor:
+    """The served mask under eviction: ``mask`` with every evicted key hidden, ``(B, H, Q, T)``.
+
+    ``retained`` ``(B, H, 1, T)`` is the layer's retained set; evicted keys get the most negative
+    logit (boolean masks: ``False``), so the softmax renormalizes over the retained keys only.
+    """
+    b, h, _, t = retained.shape
+    if mask is None:
+        base = torch.zeros((b, h, q_len, t), dtype=dtype, device=retained.device)
+        return base.masked_fill(~retained, torch.finfo(dtype).min)
+    if mask.dtype == torch.bool:
+        return mask & retained
+    return torch.where(retained, mask, torch.full((), torch.finfo(mask.dtype).min, dtype=mask.dtype, device=mask.device))
 
 
 def with_sinks(inputs, sinks: torch.Tensor):  # noqa: ANN001 - ReadScores
@@ -145,6 +175,69 @@ def sparse_mask(mask: torch.Tensor | None, indices: torch.Tensor, kv_len: int, d
     if mask.dtype == torch.bool:
         return mask & ~hide
     return mask.masked_fill(hide, torch.finfo(mask.dtype).min)
+
+
+EVICT_MASS_TOL = 1e-9  # |TV(full, pruned) - evicted mass|: equal in exact arithmetic (Eviction.tv_pruned_evicted_mass)
+
+
+@dataclass
+class EvictRows:
+    """Per-row eviction readings, ``(B, H, Q)`` float64 unless noted.
+
+    ``tv``: realized ``TV(p_full, p_pruned)``; ``mass``: the evicted mass ``sum_E p_full``
+    (equal to ``tv`` in exact arithmetic); ``rho``: ``sum_E e^{U_t} / Z_R``, rounded up;
+    ``bound``: ``rho / (1 + rho)`` rounded up; ``evicted``: number of evicted keys;
+    ``p_full`` ``(B, H, Q, T)``: the full attention; ``visible_full``: its support.
+    """
+
+    tv: torch.Tensor
+    mass: torch.Tensor
+    rho: torch.Tensor
+    bound: torch.Tensor
+    evicted: torch.Tensor
+    p_full: torch.Tensor
+    visible_full: torch.Tensor
+    upper_viol: torch.Tensor  # (B, H, Q) bool: an evicted logit above its bound U_t (Cauchy-Schwarz broken)
+
+
+def evict_rows(inputs) -> EvictRows:  # noqa: ANN001 - ReadScores
+    """The eviction bound and the realized TV of full vs pruned attention, per read row.
+
+    With ``R`` the retained support (``inputs.visible``), ``F`` the full causal support and
+    ``E = F \\ R``; ``s`` the exact logits (retained keys are served exactly) and ``U_t`` the
+    evicted logits' upper bounds from stored band norms (``inputs.evict.upper``)::
+
+        TV(p_full, p_pruned) = Z_E / (Z_R + Z_E) <= X / (Z_R + X) = rho / (1 + rho),
+        X = sum_{t in E} e^{U_t},  Z_R = sum_{t in R} e^{s_t},  rho = X / Z_R
+
+    (``Eviction.tv_pruned_le``, ``Eviction.evict_banded_claim``). Computed in log space:
+    ``log rho = logsumexp_E(U) - logsumexp_R(s)``, plus an outward allowance for the float64
+    error of the retained logits (``max_R score_err``: ``Z_R`` shrinks at most by ``e^{-err}``)
+    and of the two log-sum-exps (``4 (T + 2) u`` each); ``bound = sigmoid(log rho)`` rounded up
+    by ``4u``. Only the upper bounds ``U`` of evicted keys enter the bound; the exact evicted
+    logits enter only the realized TV.
+    """
+    ev = inputs.evict
+    s = inputs.s_exact.to(torch.float64)
+    R, F = inputs.visible, ev.visible_full
+    E = F & ~R
+    neg = torch.full_like(s, -math.inf)
+    p_full = torch.softmax(torch.where(F, s, neg), dim=-1)
+    p_pruned = torch.softmax(torch.where(R, s, neg), dim=-1)
+    tv = 0.5 * (p_full - p_pruned).abs().sum(-1)
+    mass = torch.where(E, p_full, torch.zeros_like(p_full)).sum(-1)
+    t = s.shape[-1]
+    u = 2.0 ** -53
+    err = torch.zeros_like(tv)
+    if inputs.score_err is not None:
+        err = torch.where(R, inputs.score_err.to(torch.float64).expand_as(s), torch.zeros_like(s)).amax(-1)
+    log_x = torch.logsumexp(torch.where(E, ev.upper.to(torch.float64), neg), dim=-1)
+    log_zr = torch.logsumexp(torch.where(R, s, neg), dim=-1)
+    log_rho = log_x - log_zr + err + 8 * (t + 2) * u * (1 + log_x.abs().nan_to_num(0.0, 0.0, 0.0) + log_zr.abs())
+    rho = torch.exp(log_rho)
+    bound = torch.where(E.any(-1), torch.sigmoid(log_rho) * (1 + 4 * u), torch.zeros_like(tv))
+    viol = (E & (s > ev.upper.to(torch.float64))).any(-1)
+    return EvictRows(tv, mass, rho, bound.clamp(max=1.0), E.sum(-1).to(torch.float64), p_full, F, viol)
 
 
 AttentionInterface.register(ATTN_IMPLEMENTATION, witprobe_attention)
@@ -399,15 +492,17 @@ class Observer:
                 inputs = with_sinks(inputs, sinks)
             rows = read_rows_from_scores(inputs.s_exact, inputs.s_served, inputs.visible, inputs.components, scaling,
                                          inputs.score_err, self.box_sup, inputs.qa_radius)
-            if keep.rows is not None and (inputs.counters or inputs.visible_exact is not None):
+            if keep.rows is not None and (inputs.counters or inputs.visible_exact is not None
+                                          or inputs.evict is not None):
                 raise ObserverError(f"layer {layer_idx}: padded batches are metered on dense KV layers only")
             self._fold_rows(acc, rows, keep)
+            ev = None if inputs.evict is None else self._fold_evict(acc, inputs)
             if value is not None and sinks is None and indices is None and hasattr(layer, "read_values"):
                 try:
                     ve, vs, wv = layer.read_values(value, query.shape[1] // value.shape[1])
                 except ValueError as e:
                     raise ObserverError(str(e)) from e
-                self._fold_output(acc, rows, inputs.visible, ve, vs, wv, self.projections.get(layer_idx), keep)
+                self._fold_output(acc, rows, inputs.visible, ve, vs, wv, self.projections.get(layer_idx), keep, ev)
             if inputs.width:
                 acc.fold("fp_width", torch.tensor([float(inputs.width)], dtype=torch.float64))
             for name, flags in inputs.counters.items():
@@ -437,12 +532,39 @@ class Observer:
         acc.fold("rho", (m_attn / facts["m_sel"].clamp_min(1e-300))[has])
 
     @staticmethod
-    def _fold_output(acc: Accumulator, rows, visible, ve, vs, wv, projection, keep: "_Keep | None" = None) -> None:
-        """Attention-output error and its bound per row (``out_*``), and after the projection (``out_proj_*``)."""
+    def _fold_evict(acc: Accumulator, inputs) -> "EvictRows":
+        """The eviction meter of one row chunk (``evict_*``); see :func:`evict_rows`."""
+        ev = evict_rows(inputs)
+        acc.fold("evict_tv_realized", ev.tv)
+        acc.fold("evict_mass", ev.mass)
+        acc.fold("evict_rho", ev.rho)
+        acc.fold("evict_bound", ev.bound)
+        acc.fold("evict_keys", ev.evicted)
+        acc.fold("evict_tightness", (ev.bound / ev.tv)[ev.tv > 0])
+        acc.count("evict_rows", torch.ones_like(ev.tv, dtype=torch.bool))
+        acc.count("evict_rows_evicting", ev.evicted > 0)
+        acc.count("rows_evict_vacuous", ev.bound >= 1)
+        acc.count("rows_evict_beaten", ev.tv > ev.bound * (1 + BEATEN_REL_TOL) + BEATEN_ABS_TOL)
+        acc.count("rows_evict_mass_mismatch", (ev.tv - ev.mass).abs() > EVICT_MASS_TOL)
+        acc.count("rows_evict_viol_upper", ev.upper_viol)
+        return ev
+
+    @staticmethod
+    def _fold_output(acc: Accumulator, rows, visible, ve, vs, wv, projection, keep: "_Keep | None" = None,
+                     ev: "EvictRows | None" = None) -> None:
+        """Attention-output error and its bound per row (``out_*``), and after the projection (``out_proj_*``).
+
+        Under eviction the exact output is the full attention's and the served one the pruned
+        attention's: ``p`` is over the full support, ``p'`` over the retained keys, and the row's
+        TV bound is the storage bound plus the eviction bound (triangle inequality)."""
         keep = keep or _Keep(None, 0)
         best = torch.minimum(torch.minimum(rows.plain_bound, rows.centred_bound), rows.eform_bound)
         w, sigma = projection if projection is not None else (None, None)
-        out = keep.rows_of(output_rows(rows.p_exact, rows.p_served, visible, ve, vs, wv, best, w, sigma))
+        if ev is None:
+            out = output_rows(rows.p_exact, rows.p_served, visible, ve, vs, wv, best, w, sigma)
+        else:
+            out = output_rows(ev.p_full, rows.p_served, ev.visible_full, ve, vs, wv, best + ev.bound, w, sigma)
+        out = keep.rows_of(out)
         acc.fold("out_err", out.err)
         acc.fold("out_spread", out.spread)
         acc.fold("out_value_term", out.value_term)

@@ -204,6 +204,7 @@ class QueryCollector:
     def __init__(self) -> None:
         self.queries: dict[int, list[torch.Tensor]] = {}
         self.groups: dict[int, int] = {}
+        self.cache = None  # the observer's witness cache: calibration reads no compressed cache
 
     def observe_read(self, module: Any, query: torch.Tensor, *args: Any, **kwargs: Any) -> None:
         i = getattr(module, "layer_idx", None)

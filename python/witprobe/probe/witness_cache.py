@@ -21,8 +21,10 @@ import torch
 from torch import nn
 from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
-from witprobe.memory.codecs import SEQUENCE, Codec
-from witprobe.probe.meters import ScoreComponent, WitnessBatch, band_witness, dense_scores, visibility
+from witprobe.calculus.float_error import allowance
+from witprobe.memory.codecs import EVICT, SEQUENCE, Codec, CodecError, EvictionCodec
+from witprobe.probe.meters import (ScoreComponent, WitnessBatch, band_norms, band_witness, dense_scores,
+                                   visibility)
 from witprobe.probe.query_aligned import QAWitness, qa_radius, qa_witness
 
 
@@ -41,6 +43,21 @@ class EntryObserver(Protocol):
     """
 
     def observe_entries(self, layer_idx: int, tensor: str, stored: torch.Tensor) -> None: ...
+
+
+@dataclass
+class EvictionRead:
+    """What the eviction meter needs beyond :class:`ReadScores` (dense KV with an eviction codec).
+
+    ``visible_full`` ``(B, H, Q, T)``: the keys the row would see without eviction (the causal
+    support); :attr:`ReadScores.visible` is its retained part. ``upper`` ``(B, H, Q, T)`` float64:
+    ``U_t = scale * sum_b ||q_b|| ||k_{t,b}||`` from the query's and the stored key band norms,
+    rounded up for its float64 evaluation; ``|s_t| <= U_t`` by Cauchy-Schwarz per band
+    (``Eviction.banded_logit_le``). Only ``upper`` of the evicted keys enters the bound.
+    """
+
+    visible_full: torch.Tensor
+    upper: torch.Tensor
 
 
 @dataclass
@@ -64,6 +81,7 @@ class ReadScores:
     width: int = 0
     # query-aligned per-key radius (witprobe.probe.query_aligned), when the layer has a basis
     qa_radius: torch.Tensor | None = None
+    evict: EvictionRead | None = None  # eviction codecs: full support and evicted-logit bounds
 
 
 def bands_for(dim: int, bands: int) -> int:
@@ -119,6 +137,16 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
         self.key_qa_coef: torch.Tensor | None = None
         self.key_qa_rest: torch.Tensor | None = None
         self.key_qa_cross: torch.Tensor | None = None
+        # eviction (key_codec.scope == "evict"): retained mask, stored key band norms, votes
+        self.evict_codec: EvictionCodec | None = key_codec if key_codec.scope == EVICT else None
+        if self.evict_codec is not None and value_codec is not None and value_codec is not key_codec:
+            raise CodecError(f"layer {layer_idx}: an eviction codec evicts keys and values together")
+        self.retained: torch.Tensor | None = None  # (B, Hkv, T) bool
+        self.key_norm_bands: torch.Tensor | None = None  # (B, Hkv, T, bands) ||k_{t,b}||, float64
+        self.votes: torch.Tensor | None = None  # (B, Hkv, T) float64, the policy's scores
+        self.prefill_len = 0
+        self.compressed = False
+        self.evictions = 0  # policy applications
 
     def _qa_basis(self) -> torch.Tensor | None:
         """This layer's calibrated query basis ``(Hkv, D, r)``, if the recorder carries one."""
@@ -141,6 +169,8 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
+        if self.evict_codec is not None:
+            return self._update_evict(key_states, value_states)
         if SEQUENCE in (self.key_codec.scope, getattr(self.value_codec, "scope", None)):
             return self._update_sequence(key_states, value_states)
         k_hat = self.key_codec.encode_decode(key_states)
@@ -202,6 +232,73 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
         self._qa_record(self.exact_keys, self.keys, replace=True)
         return self.keys, self.values
 
+    # --- eviction -------------------------------------------------------------------------------
+    def _update_evict(self, key_states: torch.Tensor, value_states: torch.Tensor):
+        """A write through an eviction codec: first apply the policy to what is cached (the reads
+        since the last write have voted), then store the new entries exactly and retained.
+
+        Served entries are the exact ones; what eviction changes is which keys attention sees
+        (:meth:`served_retained`, applied by the witprobe attention function). Without an active
+        observer nothing would apply the mask, so the write is refused (fail closed).
+        """
+        if not getattr(self.recorder, "is_active", False):
+            raise ValueError(f"layer {self.layer_idx}: an eviction codec needs an active observer to hide evicted keys")
+        if self.retained is not None and self.retained.shape[-1]:
+            self._apply_policy()
+        wk = band_witness(key_states, key_states, self.bands)
+        wv = band_witness(value_states, value_states, self.bands)
+        self.recorder.record_write(self.layer_idx, "key", wk, self.bands)
+        self.recorder.record_write(self.layer_idx, "value", wv, self.bands)
+        b, h, n, _ = key_states.shape
+        if self.prefill_len == 0:
+            self.prefill_len = n
+        self.keys = torch.cat([self.keys, key_states], dim=-2)
+        self.values = torch.cat([self.values, value_states], dim=-2)
+        self._append("exact_keys", key_states)
+        self._append("exact_values", value_states)
+        self._append("key_band_norms", wk.band_norms)
+        self._append("value_band_norms", wv.band_norms)
+        self._append("key_norm_bands", band_norms(key_states, self.bands))
+        new = torch.ones((b, h, n), dtype=torch.bool, device=key_states.device)
+        self.retained = new if self.retained is None else torch.cat([self.retained, new], dim=-1)
+        z = torch.zeros((b, h, n), dtype=torch.float64, device=key_states.device)
+        self.votes = z if self.votes is None else torch.cat([self.votes, z], dim=-1)
+        return self.keys, self.values
+
+    def _apply_policy(self) -> None:
+        """Run the eviction policy on the cached entries; an evicted entry stays evicted."""
+        codec = self.evict_codec
+        if codec.schedule == "once_after_prefill":
+            if self.compressed:
+                return
+            self.compressed = True
+        scores = torch.where(self.retained, self.votes, torch.full_like(self.votes, -math.inf))
+        keep_idx = codec.policy.keep(scores)
+        keep = torch.zeros_like(self.retained).scatter(-1, keep_idx, True)
+        self.retained = self.retained & keep
+        self.evictions += 1
+
+    def served_retained(self, groups: int) -> torch.Tensor | None:
+        """``(B, H, 1, T)`` bool: the keys attention may read (``None`` without eviction)."""
+        if self.evict_codec is None:
+            return None
+        return self.retained.repeat_interleave(groups, dim=1).unsqueeze(2)
+
+    def _vote(self, s: torch.Tensor, visible: torch.Tensor, rows: slice | None, groups: int) -> None:
+        """Fold this read's served attention into the policy's votes ``(B, Hkv, T)``."""
+        kind = self.evict_codec.votes
+        if kind == "none":
+            return
+        p = torch.softmax(torch.where(visible, s, torch.full_like(s, -math.inf)), dim=-1)  # served, over R
+        if kind == "window":
+            if self.compressed or s.shape[-1] != self.prefill_len:
+                return  # only the prompt's own read votes, before the one compression
+            start = 0 if rows is None else (rows.start or 0)
+            pos = torch.arange(start, start + s.shape[2], device=s.device)
+            p = p[:, :, pos >= self.prefill_len - self.evict_codec.policy.window, :]
+        b, h, q, t = p.shape
+        self.votes = self.votes + p.reshape(b, h // groups, groups, q, t).sum(dim=(2, 3))
+
     def crop(self, tokens_to_remove: int) -> None:
         raise NotImplementedError("witness layers do not support cropping: the witness would lose its entries")
 
@@ -212,13 +309,25 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
             raise ValueError(f"layer {self.layer_idx}: attention read keys that are not the served keys")
         groups = query.shape[1] // key.shape[1]
         sc = dense_scores(query, self.exact_keys, key, self.key_band_norms, scaling, groups)
+        visible = visibility(mask, sc.s_exact.shape)
         u = self._qa_basis()
         qa = None
         if u is not None and self.key_qa_coef is not None:
+            if self.evict_codec is not None:
+                raise ValueError(f"layer {self.layer_idx}: the query-aligned witness does not apply to eviction")
             w = QAWitness(self.key_qa_coef, self.key_qa_rest[..., 0], self.key_qa_cross[..., 0])
             qa = qa_radius(query, u.to(query.device), w, groups, scaling)
-        return ReadScores(sc.s_exact, sc.s_served, visibility(mask, sc.s_exact.shape), [sc.component],
-                          score_err=sc.score_err, width=query.shape[-1], qa_radius=qa)
+        if self.evict_codec is None:
+            return ReadScores(sc.s_exact, sc.s_served, visible, [sc.component],
+                              score_err=sc.score_err, width=query.shape[-1], qa_radius=qa)
+        retained = visible & self.served_retained(groups)
+        qn = band_norms(query, self.bands)  # (B, H, Q, nb)
+        kn = self.key_norm_bands.repeat_interleave(groups, dim=1)  # (B, H, T, nb)
+        upper = torch.einsum("bhqn,bhtn->bhqt", qn, kn) * abs(scaling)
+        upper = upper + allowance(query.shape[-1] + 2 * self.bands + 4) * upper  # float64 evaluation, rounded up
+        self._vote(sc.s_served, retained, rows, groups)
+        return ReadScores(sc.s_exact, sc.s_served, retained, [sc.component], score_err=sc.score_err,
+                          width=query.shape[-1], evict=EvictionRead(visible, upper))
 
 
     def read_values(self, value: torch.Tensor, groups: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
