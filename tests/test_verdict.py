@@ -89,3 +89,15 @@ def test_int2_run_prints_pass_with_the_divergence_and_exits_5(tmp_path, smollm2)
     assert max(req["next_token_tv"]) > 0.1
     with redirect_stdout(io.StringIO()):
         assert main(["check", str(out)]) == 0
+
+
+def test_under_eviction_the_headline_states_the_eviction_scope_not_only_the_storage_tv():
+    """Retained keys are stored exactly, so the storage TV is bounded on every layer; the headline
+    must also say that the eviction TV is bounded on none (vacuous), not hide it."""
+    claims = [_claim("attn_tv", i, "0", tier="certified") for i in range(2)]
+    claims += [_claim("evict_tv", i, "1", vacuous=True) for i in range(2)]
+    bounded, not_bounded = bounded_and_not(claims, True, {0: "dense_kv", 1: "dense_kv"})
+    text = headline(True, bounded, end_to_end(_run([0.01])).to_json())
+    assert "attention TV bounded on 2/2 layers" in text
+    assert "eviction TV bounded on 0/2 layers" in text
+    assert any("eviction" in t and "2/2 layers" in t for t in not_bounded)

@@ -98,8 +98,11 @@ def largest_realized_tv(claims: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def headline(ok: bool, bounded: list[dict[str, Any]], e2e: dict[str, Any]) -> str:
     """``pass (per-layer bounds held; ...)`` or ``fail (...)``, with the end-to-end status."""
-    tv = next((b for b in bounded if b["kind"] == "attn_tv"), None)
-    scope = f"; attention TV bounded on {tv['layers']}/{tv['of']} layers" if tv else ""
+    scope = ""
+    for kind, name in (("attn_tv", "attention TV"), ("evict_tv", "eviction TV")):
+        b = next((b for b in bounded if b["kind"] == kind), None)
+        if b:  # under eviction the storage TV alone says nothing of the evicted keys: both are stated
+            scope += f"; {name} bounded on {b['layers']}/{b['of']} layers"
     if ok:
         head = f"pass (per-layer bounds held, self-checks 0{scope})"
     else:
