@@ -202,3 +202,29 @@ def test_the_coverage_table_covers_six_configurations_and_five_families():
         r["memory_class"] for r in table["rows"]}
     assert all(r["layers_covered"] == r["layers_total"] for r in table["rows"])
     assert set(table["verdicts"].values()) == {"pass"}
+
+
+def test_box_sup_off_is_recorded_and_must_agree_with_the_layers(run_dir, tmp_path, capsys):
+    """`--box-sup off` changes no certified claim; the config says the meter was off, and a run whose
+    config and layers disagree about the box-sup (either way) fails its derivation."""
+    out, _, _ = run_dir
+    on = json.loads((out / "run.json").read_text())
+    off_dir = tmp_path / "off"
+    assert main(["run", "--out", str(off_dir), "--max-new-tokens", "12", "--quiet", "--box-sup", "off",
+                 "--coq", "off", "--lean", "off"]) == 0, capsys.readouterr().out
+    off = json.loads((off_dir / "run.json").read_text())
+    assert off["config"]["box_sup"] is False and "box_sup" not in on["config"]
+    assert not any("boxsup_bound" in layer["read"] for layer in off["layers"])
+    d_on, d_off = derive(on), derive(off)
+    assert d_off.failures == []
+    attn_on = {c.id: c for c in d_on.claims if c.kind == "attn_tv"}
+    for c in d_off.claims:
+        if c.kind == "attn_tv":
+            assert "boxsup" not in c.extra and "boxsup" in attn_on[c.id].extra
+            assert (c.form, c.value) == (attn_on[c.id].form, attn_on[c.id].value)
+    lying_on = copy.deepcopy(off)
+    del lying_on["config"]["box_sup"]
+    assert any("no box-sup bound" in f for f in derive(lying_on).failures)
+    lying_off = copy.deepcopy(on)
+    lying_off["config"]["box_sup"] = False
+    assert any("config says the meter was off" in f for f in derive(lying_off).failures)

@@ -186,6 +186,7 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
     failures: list[str] = []
     readings: list[dict[str, Any]] = []
     theorems: list[ClaimTheorem] = []
+    box_on = _box_sup_on(run)
     for idx, layer in enumerate(layers):
         where = f"run.json layers[{idx}]"
         if not isinstance(layer, dict) or layer.get("layer") != idx:
@@ -272,9 +273,14 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
             best_v = min((f.bound for f in bounded), default=None)
             attn = Claim(cid, idx, ATTN_TV, None, best_v, True, reg_tier, realized, forms, memory_class=mclass)
             best_eval = None
-        if "boxsup_bound" in read:
+        if "boxsup_bound" in read and not box_on:
+            failures.append(f"layer {idx}: boxsup: the run records box-sup bounds, yet its config says the meter was off")
+        elif "boxsup_bound" in read:
             attn.extra["boxsup"] = _boxsup(idx, read, where, realized, sizes.keys, score_err, score_abs_max, c_max,
                                            failures)
+        elif box_on:
+            failures.append(f"layer {idx}: boxsup: the run records no box-sup bound, yet its config says the meter "
+                            "was on (fail closed)")
         claims.append(attn)
         tv_for_output = attn
         if mclass == "dense_kv" and "evict_rows" in read:  # an eviction codec: full vs pruned attention
@@ -355,6 +361,16 @@ def _composed_tv(attn: Claim, evict: Claim) -> Claim:
 
 BOXSUP_REASON = ("box supremum of the TV over the per-key score box (witprobe.probe.box_sup): no kernel-checked "
                  "library theorem states it yet, so it is reported beside the certified forms")
+
+
+def _box_sup_on(run: dict[str, Any]) -> bool:
+    """Whether the run metered the box-sup bound: ``config.box_sup``, absent meaning on (``certify run --box-sup off``
+    records ``false``)."""
+    cfg = run.get("config") if isinstance(run.get("config"), dict) else {}
+    on = cfg.get("box_sup", True)
+    if not isinstance(on, bool):
+        raise DeriveError(f"run.json config.box_sup must be true or false, got {on!r}")
+    return on
 
 
 def _boxsup(idx: int, read: dict[str, Any], where: str, realized: float, keys: int, score_err: Fraction | None,

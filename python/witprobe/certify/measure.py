@@ -24,6 +24,7 @@ from witprobe.kinds.registry import KINDS
 from witprobe.certify.prompts import Prompt, encode, is_valid
 from witprobe.memory.codecs import EVICT, SEQUENCE, Codec, CodecError, make_codec
 from witprobe.models.zoo import MODELS, LoadedModel
+from witprobe.probe.box_sup import DEFAULT_SPEC as BOX_SUP_DEFAULT
 from witprobe.probe.layouts import layer_kinds, text_config, witness_cache_for
 from witprobe.probe.observer import ATTN_IMPLEMENTATION, Observer
 from witprobe.probe.recurrent import DecayHooks
@@ -62,6 +63,7 @@ class MeasureConfig:
     reference: bool = True
     e2e_tv_tolerance: float = 0.1
     batch: int = 1  # requests served together in one forward, left-padded (dense KV, entry codecs)
+    box_sup: bool = True  # meter the empirical box-sup TV bound (most of the metering time of long contexts)
 
     def validate(self) -> None:
         make_codec(self.codec, self.bands)  # raises CodecError naming the problem
@@ -70,6 +72,8 @@ class MeasureConfig:
             raise ValueError(f"the end-to-end TV tolerance must be a number in [0, 1], got {tol!r}")
         if not isinstance(self.max_new_tokens, int) or not 1 <= self.max_new_tokens <= 4096:
             raise ValueError(f"max_new_tokens must be an integer in [1, 4096], got {self.max_new_tokens!r}")
+        if not isinstance(self.box_sup, bool):
+            raise ValueError(f"box_sup must be True or False, got {self.box_sup!r}")
         if isinstance(self.batch, bool) or not isinstance(self.batch, int) or not 1 <= self.batch <= 64:
             raise ValueError(f"batch must be an integer in [1, 64], got {self.batch!r}")
         if not self.prompts or not all(is_valid(p) for p in self.prompts):
@@ -191,7 +195,7 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
     kinds = layer_kinds(mc)
     codec = make_codec(cfg.codec, cfg.bands)
     model.set_attn_implementation(ATTN_IMPLEMENTATION)
-    observer = Observer(num_layers, query_basis=query_basis)
+    observer = Observer(num_layers, query_basis=query_basis, box_sup=BOX_SUP_DEFAULT if cfg.box_sup else None)
     projections = output_projections(model, kinds)
     for i, (weight, bound) in projections.items():
         observer.set_output_projection(i, weight, math.nextafter(float(bound.upper), math.inf))
@@ -244,6 +248,7 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
             "prompts": [p if isinstance(p, str) else [dict(m) for m in p] for p in cfg.prompts],
             "e2e_tv_tolerance": cfg.e2e_tv_tolerance,
             **({"batch": cfg.batch} if cfg.batch > 1 else {}),
+            **({} if cfg.box_sup else {"box_sup": False}),
         },
         "requests": requests,
         "layers": layers,
