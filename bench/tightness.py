@@ -38,7 +38,6 @@ import torch  # noqa: E402
 from witprobe.certify.derive import derive  # noqa: E402
 from witprobe.certify.measure import DEFAULT_PROMPTS, MeasureConfig, measure  # noqa: E402
 from witprobe.models.zoo import load_model  # noqa: E402
-from witprobe.probe import observer as observer_mod  # noqa: E402
 from witprobe.probe.query_aligned import TIER, TIER_REASON, calibrate  # noqa: E402
 
 CALIBRATION_PROMPTS = (
@@ -55,20 +54,10 @@ LONG_PROMPT = " ".join([DEFAULT_PROMPTS[3]] * 16)  # about 1,600 tokens
 
 
 def _measure(lm, codec: str, prompts, new_tokens: int, box_sup: bool) -> tuple[dict, float]:
-    orig = observer_mod.Observer.__init__
-
-    def init(self, *a, **k):
-        if not box_sup:
-            k["box_sup"] = None
-        orig(self, *a, **k)
-
-    observer_mod.Observer.__init__ = init
-    try:
-        t0 = time.perf_counter()
-        run = measure(lm, MeasureConfig(codec=codec, max_new_tokens=new_tokens, reference=False, prompts=prompts))
-        return run, time.perf_counter() - t0
-    finally:
-        observer_mod.Observer.__init__ = orig
+    t0 = time.perf_counter()
+    run = measure(lm, MeasureConfig(codec=codec, max_new_tokens=new_tokens, reference=False, prompts=prompts,
+                                    box_sup=box_sup))
+    return run, time.perf_counter() - t0
 
 
 def _table(run: dict) -> dict:
