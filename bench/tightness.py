@@ -1,14 +1,17 @@
 """Tightness of every bound form against the realized TV, per codec (issue 14, item 5).
 
-For each codec (int8, int4, fp8-e4m3; the 2-bit KIVI codec exists as a class but has no
-registered name, so it is skipped) one SmolLM2 run is measured on the default prompts plus one
-prompt of at least 1,500 tokens, with the box-sup meter on; a second int8 run with the box-sup
+For each codec (int8, int4, fp8-e4m3, and 2-bit KIVI: ``kivi2``, keys per channel in 32-token
+blocks with a 128-token full-precision window, and ``kivi2-r32`` with a 32-token window) one
+SmolLM2 run is measured on the default prompts plus one prompt of at least 1,500 tokens, with the box-sup meter on; a second int8 run with the box-sup
 meter off gives the metering time ratio. Per form (plain, centred, e-form, certified best, box-sup):
 layers non-vacuous, median and max tightness (layer bound / layer realized TV max), witness bytes
 per entry (the stored witness: ``bands`` float64 band residual norms per key and per value; the
 box-sup needs nothing more). Bounds are the derivation's exact layer values (outward rounded).
 
     python bench/tightness.py --out bench/results/tightness_cpu.json
+
+``--codecs A B`` measures only those codecs and merges their rows into an existing ``--out`` file
+(same model, bands, prompts and new-token count, checked; other rows are kept as they are).
 
 With ``--query-aligned R`` it measures instead the query-aligned forms (issue 14, item 2; tier
 ``empirical``, :mod:`witprobe.probe.query_aligned`) for int8 and int4 on the default prompts only:
@@ -38,6 +41,7 @@ import torch  # noqa: E402
 from witprobe.certify.derive import derive  # noqa: E402
 from witprobe.certify.measure import DEFAULT_PROMPTS, MeasureConfig, measure  # noqa: E402
 from witprobe.models.zoo import load_model  # noqa: E402
+from witprobe.probe.meters import witness_bytes_per_entry  # noqa: E402
 from witprobe.probe.query_aligned import TIER, TIER_REASON, calibrate  # noqa: E402
 
 CALIBRATION_PROMPTS = (
@@ -48,8 +52,7 @@ CALIBRATION_PROMPTS = (
     "Explain what this function returns for n = 10.",
 )
 
-CODECS = ("int8", "int4", "fp8-e4m3")
-SKIPPED = {"kivi2": "KIVICodec exists in witprobe.memory.codecs but is not registered in CODECS (no name to run)"}
+CODECS = ("int8", "int4", "fp8-e4m3", "kivi2", "kivi2-r32")
 LONG_PROMPT = " ".join([DEFAULT_PROMPTS[3]] * 16)  # about 1,600 tokens
 
 
@@ -112,8 +115,8 @@ def main_query_aligned(lm, rank: int, new_tokens: int, out: Path) -> int:
     result = {"model": "smollm2", "bands": 4, "new_tokens": new_tokens, "prompts": "DEFAULT_PROMPTS",
               "query_aligned_rank": rank, "calibration": {**basis.calibration, "seconds": calib_s,
                                                           "disjoint_from_measured": True},
-              "witness_bytes_per_entry": {"band": 4 * 8 * 2, "query_aligned_key_extra": basis.bytes_per_entry,
-                                          "total": 4 * 8 * 2 + basis.bytes_per_entry},
+              "witness_bytes_per_entry": {"band": 2 * witness_bytes_per_entry(4), "query_aligned_key_extra": basis.bytes_per_entry,
+                                          "total": 2 * witness_bytes_per_entry(4) + basis.bytes_per_entry},
               "codecs": {}}
     failures = 0
     for codec in ("int8", "int4"):
@@ -145,11 +148,26 @@ def main_query_aligned(lm, rank: int, new_tokens: int, out: Path) -> int:
     return 0
 
 
+def _merge_base(out: Path, fresh: dict) -> dict:
+    """The existing result at ``out`` with its run parameters checked against ``fresh``'s."""
+    if not out.is_file():
+        return fresh
+    old = json.loads(out.read_text())
+    old.pop("skipped", None)  # written by earlier versions of this bench, before kivi2 had a name
+    for key in ("model", "bands", "long_prompt_tokens", "new_tokens", "witness_bytes_per_entry"):
+        if old.get(key) != fresh[key]:
+            print(f"--codecs: {out} has {key}={old.get(key)!r}, this run {fresh[key]!r}; not merging")
+            raise SystemExit(2)
+    return old
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, default=Path("bench/results/tightness_cpu.json"))
     ap.add_argument("--new-tokens", type=int, default=8)
     ap.add_argument("--query-aligned", type=int, default=None, metavar="RANK")
+    ap.add_argument("--codecs", nargs="+", default=None, metavar="CODEC",
+                    help="measure only these codecs and merge their rows into --out")
     args = ap.parse_args()
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     lm = load_model("smollm2")
@@ -158,11 +176,18 @@ def main() -> None:
             print(f"--query-aligned must be a rank in [1, 64], got {args.query_aligned}")
             raise SystemExit(2)
         raise SystemExit(main_query_aligned(lm, args.query_aligned, args.new_tokens, args.out))
+    codecs = tuple(args.codecs) if args.codecs else CODECS
+    unknown = [c for c in codecs if c not in CODECS]
+    if unknown:
+        print(f"--codecs: not a bench codec: {', '.join(unknown)} (choose from {', '.join(CODECS)})")
+        raise SystemExit(2)
     prompts = tuple(DEFAULT_PROMPTS) + (LONG_PROMPT,)
     n_long = len(lm.tokenizer(LONG_PROMPT)["input_ids"])
     result = {"model": "smollm2", "bands": 4, "long_prompt_tokens": n_long, "new_tokens": args.new_tokens,
-              "skipped": SKIPPED, "witness_bytes_per_entry": 4 * 8 * 2, "codecs": {}}
-    for codec in CODECS:
+              "witness_bytes_per_entry": 2 * witness_bytes_per_entry(4), "codecs": {}}
+    if args.codecs:
+        result = _merge_base(args.out, result)
+    for codec in codecs:
         run, secs = _measure(lm, codec, prompts, args.new_tokens, True)
         row = _table(run)
         row["seconds_with_boxsup"] = secs
@@ -174,9 +199,14 @@ def main() -> None:
         print(codec, json.dumps({f: {k: v for k, v in d.items() if k != "tightness_per_layer"}
                                  for f, d in row["forms"].items()}), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    tmp = args.out.with_suffix(args.out.suffix + ".tmp")
+    tmp.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, args.out)
     print("metering time ratio (box-sup on / off, int8):", result.get("metering_time_ratio_boxsup"))
-
+    failed = {c: r["failures"] for c, r in result["codecs"].items() if r["failures"]}
+    if failed:
+        print(f"FAIL: derivation failures (a self-check or a bound beaten): {failed}")
+        raise SystemExit(1)
 
 if __name__ == "__main__":
     main()

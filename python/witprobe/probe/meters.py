@@ -306,6 +306,16 @@ def output_rows(
     return OutputRows(err, spread, value_term, bound, spread_l2, value_l2, proj_err, proj_bound)
 
 
+BAND_NORM_BYTES = 8
+"""Bytes of one stored band norm: the witness keeps ``||x_b - x_hat_b||`` in float64."""
+
+
+def witness_bytes_per_entry(bands: int) -> int:
+    """Bytes of band witness one stored entry carries (one key, or one value, of one KV head):
+    ``bands`` float64 residual norms. A key and its value together carry twice this."""
+    return bands * BAND_NORM_BYTES
+
+
 def band_norms(x: torch.Tensor, bands: int) -> torch.Tensor:
     """``||x_b||`` over ``bands`` contiguous bands of the last dimension (float64)."""
     d = x.shape[-1]
