@@ -20,6 +20,7 @@ Standard library only: the probe gate imports this module.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 WITNESS_VIOLATION = "witness_violation"
@@ -115,6 +116,24 @@ TABLE: tuple[SelfCheck, ...] = WRITE_CHECKS + OUTPUT_CHECKS + (
     SelfCheck("viol_high_int{bits}", "probe", "entries whose int{bits} witness is above sqrt(bands) times the residual"),
     SelfCheck("flip_in_cert{radius}", "probe", "flips inside the region certified flip-free", FLIP_IN_CERTIFIED_REGION),
 )
+
+
+_BIT_WIDTH = re.compile(r"_int([0-9]+)\Z")
+
+
+def probe_witness_gaps(counters: Iterable[str]) -> list[str]:
+    """The band meter's witness self-checks a probe slot lacks (empty: complete).
+
+    Every bit width ``b`` the slot reports (in any ``..._int{b}`` counter, ``zero_residual_int{b}``
+    included) must carry every ``{bits}`` self-check of the ``probe`` record (``viol_low_int{b}``
+    and ``viol_high_int{b}``): one of them alone would let the other direction go unchecked. A
+    slot that reports no bit width lacks them all (``viol_*``)."""
+    names = set(counters)
+    templates = [c.pattern for c in TABLE if c.record == "probe" and "{bits}" in c.pattern]
+    bits = sorted({m.group(1) for k in names if (m := _BIT_WIDTH.search(k))}, key=int)
+    if not bits:
+        return ["viol_*"]
+    return [t.format(bits=b) for b in bits for t in templates if t.format(bits=b) not in names]
 
 
 def lookup(name: str) -> SelfCheck | None:

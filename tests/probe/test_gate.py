@@ -75,10 +75,15 @@ def test_snapshot_invalid(good):
         lambda s: s["slots"]["DenseKV#0|L2|key"].pop("host_calls"),
         lambda s: s["slots"]["DenseKV#0|L10|value"]["counters"].__setitem__("viol_low_int8", None),
         lambda s: s["slots"]["DenseKV#0|L10|value"].__setitem__("counters", {}),
+        lambda s: s["slots"]["DenseKV#0|L10|value"]["counters"].pop("viol_high_int8"),
+        lambda s: [slot["counters"].pop("viol_high_int8") for slot in s["slots"].values()],
+        lambda s: [slot["counters"].pop(k) for slot in s["slots"].values()
+                   for k in [c for c in slot["counters"] if c.startswith("viol_")]],
         lambda s: s["coverage"].__setitem__("n_calls", None),
         lambda s: s["coverage"].pop("device_calls_by_layer"),
     ],
-    ids=["device_null", "host_missing", "viol_null", "no_self_checks", "n_calls_null", "by_layer_missing"],
+    ids=["device_null", "host_missing", "viol_null", "no_self_checks", "viol_high_missing_one_slot",
+         "viol_high_missing_every_slot", "only_zero_residual", "n_calls_null", "by_layer_missing"],
 )
 def test_null_or_missing_counters_fail_closed(good, edit):
     bad = copy.deepcopy(good)
@@ -86,6 +91,14 @@ def test_null_or_missing_counters_fail_closed(good, edit):
     r = check(bad, Expectations(layers=2))
     assert not r.passed and r.first_failure == "coverage"
     assert "counter_missing" in failures(r, "coverage")
+
+
+def test_soundness_alone_fails_closed_on_an_incomplete_witness_set(good):
+    bad = copy.deepcopy(good)
+    for slot in bad["slots"].values():
+        slot["counters"].pop("viol_low_int8")
+    found = check_soundness(bad, Expectations(layers=2))
+    assert found and all(x.failure == "witness_violation" and "viol_low_int8" in x.message for x in found)
 
 
 def test_zero_trigger():

@@ -47,7 +47,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from witprobe.self_checks import WITNESS_VIOLATION, failure_class
+from witprobe.self_checks import failure_class, probe_witness_gaps
 
 PROBE_SCHEMA = "witprobe-probe/1"
 GATE_SCHEMA = "witprobe-gate/1"
@@ -139,9 +139,9 @@ def _slot_objects(snap: Any) -> Iterable[tuple[str, dict[str, Any]]]:
         yield from ((k, s) for k, s in _slots(snap).items() if isinstance(s, dict))
 
 
-def _has_witness_checks(counters: dict[str, Any]) -> bool:
-    """A slot must carry the band meter's witness self-checks (``viol_*``, :mod:`witprobe.self_checks`)."""
-    return any(failure_class(k) == WITNESS_VIOLATION for k in counters)
+def _witness_gaps(counters: Any) -> list[str]:
+    """The witness self-checks a slot's counters lack (:func:`witprobe.self_checks.probe_witness_gaps`)."""
+    return probe_witness_gaps(counters) if isinstance(counters, dict) else ["viol_*"]
 
 
 def _slots(snap: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -185,8 +185,9 @@ def check_coverage(snap: Any, exp: Expectations) -> list[Finding]:
             if not isinstance(st, dict) or not _is_count(st.get("calls")) or not _is_count(st.get("n")):
                 f.add("counter_missing", f"{key}.stats.{sk}", "calls or n is null or missing")
         counters = s.get("counters")
-        if not isinstance(counters, dict) or not _has_witness_checks(counters):
-            f.add("counter_missing", f"{key}.counters", "no viol_* self-check counters")
+        gaps = _witness_gaps(counters)
+        if gaps:
+            f.add("counter_missing", f"{key}.counters", f"missing self-check counters: {', '.join(gaps)}")
         else:
             for ck, c in counters.items():
                 if not _is_count(c):
@@ -312,8 +313,10 @@ def check_soundness(snap: Any, exp: Expectations) -> list[Finding]:
     f = _Findings()
     for key, s in _slot_objects(snap):
         counters = s.get("counters")
-        if not isinstance(counters, dict) or not _has_witness_checks(counters):
-            f.add("witness_violation", key, "no viol_* self-check counters (fail closed)")
+        gaps = _witness_gaps(counters)
+        if gaps:
+            f.add("witness_violation", key, f"missing self-check counters {', '.join(gaps)} (fail closed)")
+        if not isinstance(counters, dict):
             continue
         for ck, c in sorted(counters.items()):
             failure = failure_class(ck)
