@@ -31,6 +31,7 @@ from witprobe.certify.measure import DEFAULT_PROMPTS, MeasureConfig, environment
 from witprobe.certify.end_to_end import DIVERGED
 from witprobe.memory.codecs import (CODECS, BandIntCodec, EvictionCodec, FP8E4M3Codec, KIVIKVCodec, MantissaMaskCodec,
                                     PackedCodec, make_codec)
+from witprobe.memory.quantized_cache import QuantizedCacheCodec
 from witprobe.models.zoo import load_model
 from witprobe.probe.meters import witness_bytes_per_entry
 
@@ -49,6 +50,8 @@ def stored_bytes_per_entry(codec, d: int) -> float:
         return codec._fmt().bytes_per_entry(d)
     if isinstance(codec, KIVIKVCodec):  # quantized part: codes plus fp16 scale and zero per group
         return d * codec.bits / 8 + 2 * 2 * d / codec.group_size
+    if isinstance(codec, QuantizedCacheCodec):  # codes plus a 16-bit scale and shift per group
+        return d * codec.nbits / 8 + 2 * 2 * d / codec.q_group_size
     if isinstance(codec, EvictionCodec):  # a retained entry is exact; an evicted one keeps only its witness
         return 2 * d
     raise ValueError(f"stored_bytes_per_entry: no byte count for codec {type(codec).__name__}")

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from witprobe.memory.codecs import (
+    CACHE,
     CODECS,
     BandIntCodec,
     CodecError,
@@ -322,6 +323,11 @@ def test_registry_builds_every_codec_and_keeps_band_int() -> None:
         c = make_codec(name, bands=4)
         x = torch.randn(3, 64)  # entries, or a 3-token sequence for a sequence codec
         for role in ("key", "value"):
+            if c.scope == CACHE:  # a stateful backend: fed writes (B, H, n, D), serves the whole sequence
+                state = c.for_role(role).new_state(role)
+                assert state.write(x[None, None]).shape == (1, 1, 3, 64), (name, role)
+                assert state.write(x[None, None, :1]).shape == (1, 1, 4, 64), (name, role)
+                continue
             assert c.for_role(role).encode_decode(x).shape == x.shape, (name, role)
         assert CODECS[name].summary
     assert make_codec("int8", bands=4) == BandIntCodec(bits=8, bands=4)

@@ -22,7 +22,7 @@ from witprobe.calculus.opnorm import OpNormBound, spectral_norm_upper
 from witprobe.certify.progress import Progress, TokenProgress
 from witprobe.kinds.registry import KINDS
 from witprobe.certify.prompts import Prompt, encode, is_valid
-from witprobe.memory.codecs import EVICT, SEQUENCE, Codec, CodecError, make_codec
+from witprobe.memory.codecs import EVICT, WHOLE_SEQUENCE, Codec, CodecError, make_codec
 from witprobe.models.zoo import MODELS, LoadedModel
 from witprobe.probe.box_sup import DEFAULT_SPEC as BOX_SUP_DEFAULT
 from witprobe.probe.layouts import layer_kinds, text_config, witness_cache_for
@@ -129,10 +129,10 @@ def check_compatible(cfg: MeasureConfig, loaded: LoadedModel) -> None:
         if kinds != {"dense_kv"}:
             raise ValueError(f"--batch {cfg.batch} needs dense KV layers only; {cfg.model} has "
                              f"{', '.join(sorted(kinds - {'dense_kv'}))} layers")
-        if any(getattr(codec.for_role(r), "scope", None) in (SEQUENCE, EVICT) for r in ("key", "value")):
+        if any(getattr(codec.for_role(r), "scope", None) in (*WHOLE_SEQUENCE, EVICT) for r in ("key", "value")):
             raise ValueError(f"--batch {cfg.batch} needs a per-entry codec; {cfg.codec} is sequence-level or "
                              "an eviction policy (left padding would change what it serves)")
-    if codec.scope in (SEQUENCE, EVICT) and kinds != {"dense_kv"}:
+    if codec.scope in (*WHOLE_SEQUENCE, EVICT) and kinds != {"dense_kv"}:
         what = "an eviction policy" if codec.scope == EVICT else "sequence-level"
         raise ValueError(f"codec {cfg.codec} is {what} and applies to dense KV layers only; "
                          f"{cfg.model} has {', '.join(sorted(kinds - {'dense_kv'}))} layers")

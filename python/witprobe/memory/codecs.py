@@ -39,7 +39,9 @@ class CodecError(ValueError):
     """A codec was configured or applied wrongly (the message names what)."""
 
 
-ENTRY, SEQUENCE, EVICT = "entry", "sequence", "evict"
+ENTRY, SEQUENCE, EVICT, CACHE = "entry", "sequence", "evict", "cache"
+WHOLE_SEQUENCE = (SEQUENCE, CACHE)
+"""Scopes whose served state is the whole sequence after each write (dense KV layers, batch 1)."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,11 @@ class Codec:
     - ``"sequence"``: the whole sequence ``(..., T, D)`` written so far (tokens on dim -2); the
       served state may depend on the position and on the other tokens (KIVI's grouped blocks and
       full-precision window), so the cache calls it on the whole exact sequence after each write,
-      re-witnesses every entry whose served form changed, and serves the result.
+      re-witnesses every entry whose served form changed, and serves the result;
+    - ``"cache"``: a stateful backend (:mod:`witprobe.memory.quantized_cache`, transformers'
+      ``QuantizedCache`` layers): ``new_state(role)`` gives a per-layer state whose ``write(new)``
+      returns the whole served sequence; the cache re-witnesses changed entries as for
+      ``"sequence"``.
 
     :meth:`for_role` returns the codec applied to ``"key"`` or ``"value"`` entries (KIVI
     quantizes keys per channel and values per token); :meth:`check_dim` refuses an entry width
@@ -831,6 +837,20 @@ for _bits in (2, 4):
                    "groups, last 128 tokens full precision (paper defaults)")
 register_codec("kivi2-r32", lambda bands: KIVIKVCodec(bits=2, group_size=32, residual=32),
                "KIVI 2-bit with a 32-token full-precision window (quantizes more of a short prompt)")
+
+
+def _quantized_cache(nbits: int, residual_length: int = 128) -> Codec:
+    from witprobe.memory.quantized_cache import QuantizedCacheCodec
+
+    return QuantizedCacheCodec(backend="quanto", nbits=nbits, residual_length=residual_length)
+
+
+for _bits in (2, 4):
+    register_codec(f"quanto{_bits}", (lambda b: lambda bands: _quantized_cache(b))(_bits),
+                   f"transformers QuantizedCache(backend='quanto', nbits={_bits}): optimum-quanto int{_bits}, "
+                   "axis 0, groups of 64, 128-token full-precision residual (needs optimum-quanto)")
+register_codec("quanto2-r32", lambda bands: _quantized_cache(2, 32),
+               "transformers QuantizedCache(backend='quanto', nbits=2, residual_length=32) (needs optimum-quanto)")
 del _bits
 
 # eviction policies (scope "evict"): small budgets that evict on the default prompts, and larger ones

@@ -12,7 +12,7 @@ from typing import Any
 
 from witprobe.kinds.base import BuildContext, MemoryKind
 from witprobe.kinds.registry import KINDS
-from witprobe.memory.codecs import EVICT, SEQUENCE, Codec
+from witprobe.memory.codecs import EVICT, WHOLE_SEQUENCE, Codec
 from witprobe.probe.witness_cache import WitnessCache, WriteRecorder
 
 
@@ -69,7 +69,7 @@ def witness_cache_for(config: Any, codec: Codec, bands: int, compress_values: bo
     cfg = text_config(config)
     kinds = layer_kinds(cfg)
     other = sorted({k for k in kinds if k != "dense_kv"})
-    if codec.scope in (SEQUENCE, EVICT) and other:
+    if codec.scope in (*WHOLE_SEQUENCE, EVICT) and other:
         what = "an eviction policy" if codec.scope == EVICT else "sequence-level"
         raise LayoutError(f"codec {codec.name} is {what}; it applies to dense KV layers only, "
                           f"not to {', '.join(other)}")

@@ -22,7 +22,7 @@ from torch import nn
 from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
 from witprobe.calculus.float_error import allowance
-from witprobe.memory.codecs import EVICT, SEQUENCE, Codec, CodecError, EvictionCodec
+from witprobe.memory.codecs import CACHE, EVICT, SEQUENCE, WHOLE_SEQUENCE, Codec, CodecError, EvictionCodec
 from witprobe.probe.meters import (ScoreComponent, WitnessBatch, band_norms, band_witness, dense_scores,
                                    visibility)
 from witprobe.probe.query_aligned import QAWitness, qa_radius, qa_witness
@@ -144,6 +144,7 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
         self.retained: torch.Tensor | None = None  # (B, Hkv, T) bool
         self.key_norm_bands: torch.Tensor | None = None  # (B, Hkv, T, bands) ||k_{t,b}||, float64
         self.votes: torch.Tensor | None = None  # (B, Hkv, T) float64, the policy's scores
+        self.backend_states: dict[str, object] = {}  # scope "cache": the backend layer per role
         self.prefill_len = 0
         self.compressed = False
         self.evictions = 0  # policy applications
@@ -171,7 +172,7 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
             self.lazy_initialization(key_states, value_states)
         if self.evict_codec is not None:
             return self._update_evict(key_states, value_states)
-        if SEQUENCE in (self.key_codec.scope, getattr(self.value_codec, "scope", None)):
+        if {self.key_codec.scope, getattr(self.value_codec, "scope", None)} & set(WHOLE_SEQUENCE):
             return self._update_sequence(key_states, value_states)
         k_hat = self.key_codec.encode_decode(key_states)
         v_hat = value_states if self.value_codec is None else self.value_codec.encode_decode(value_states)
@@ -200,6 +201,11 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
             served = exact
         elif codec.scope == SEQUENCE:
             served = codec.encode_decode(exact)
+        elif codec.scope == CACHE:  # a stateful backend: feed it the new entries, serve what it returns
+            n_old = 0 if old_served is None else old_served.shape[-2]
+            if tensor not in self.backend_states:
+                self.backend_states[tensor] = codec.new_state(tensor)
+            served = self.backend_states[tensor].write(exact[..., n_old:, :])
         else:  # an entry codec beside a sequence codec: only the new entries are coded
             n_old = 0 if old_served is None else old_served.shape[-2]
             new = codec.encode_decode(exact[..., n_old:, :])
