@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from typing import Any, TextIO
 
 from witprobe.calculus import rounding
@@ -17,6 +19,14 @@ def _bound(b: dict[str, Any] | None, vacuous: bool = False) -> str:
         return "-"
     s = rounding.decimal_up(rounding.parse_fraction(b["exact"]), 4)
     return f"{s}*" if vacuous else s
+
+
+def _up(text: str | None, digits: int) -> str:
+    """An upper bound stored as a decimal or ``num/den`` string, printed rounded *up* at ``digits``
+    places (slicing the string would truncate it, printing less than the bound)."""
+    if not text:
+        return "-"
+    return rounding.decimal_up(Fraction(text), digits)
 
 
 CLAIM_FIELDS = ("id", "kind", "layer", "bound", "vacuous", "tier")  # what every claim of a certificate carries
@@ -106,10 +116,10 @@ def print_outputs(cert: dict[str, Any], out: TextIO) -> None:
         pe = p["extra"] if p else {}
         print(
             f"{layer:>5} {_num(e['realized_err_max']):>11} {_bound(c['bound'], c['vacuous']):>9} "
-            f"{e['tv_term'][:9]:>9} {e['value_term'][:9]:>9} {_num(c['tightness'], '{:.1f}'):>6} "
+            f"{_up(e['tv_term'], 6):>9} {_up(e['value_term'], 6):>9} {_num(c['tightness'], '{:.1f}'):>6} "
             f"{_num(p['extra']['realized_err_max'] if p else None):>12} "
             f"{_bound(p['bound'], p['vacuous']) if p else '-':>9} {_num(p['tightness'] if p else None, '{:.1f}'):>6} "
-            f"{(pe.get('opnorm_upper') or '-')[:8]:>8} {c['tier']:>9}",
+            f"{_up(pe.get('opnorm_upper'), 4):>8} {c['tier']:>9}",
             file=out,
         )
     print("(* = the layer's TV bound is vacuous: only the trivial TV <= 1 is used)", file=out)
@@ -129,7 +139,7 @@ def print_evictions(cert: dict[str, Any], out: TextIO) -> None:
     for c in ev:
         e = c["extra"]
         print(f"{c['layer']:>5} {_num(c['realized_tv_max']):>8} {_bound(c['bound'], c['vacuous']):>8} "
-              f"{(e.get('rho') or '-')[:12]:>12} {_num(c['tightness'], '{:.2f}'):>6} "
+              f"{_up(e.get('rho'), 9):>12} {_num(c['tightness'], '{:.2f}'):>6} "
               f"{e['rows_evicting']:>6}/{e['rows']:<7} {_num(e.get('evicted_keys_max'), '{:.0f}'):>11} "
               f"{c['tier']:>9}", file=out)
     print("(the attention table above bounds the stored entries on the retained keys; eviction is this table)",
