@@ -95,6 +95,7 @@ def test_a_vacuous_claim_is_never_certified_even_when_the_kernel_accepts(tmp_pat
         layer["read"]["c_max"]["max"] = 50.0  # every form >= 1
         layer["read"]["q_coef"]["max"] = 50.0
         layer["read"]["eform_excess"]["max"] = 50.0
+        layer["read"]["boxsup_bound"]["max"] = 1.0  # the box form too
     monkeypatch.setenv("WITPROBE_COQC", str(_double(tmp_path, "accept")))
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("WITPROBE_CACHE", str(tmp_path / "cache"))

@@ -19,7 +19,7 @@ from witprobe.certify.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACT = ROOT / "artifacts" / "coverage" / "smollm2-int8"
-BOXSUP_GREY = (0x8C, 0x95, 0x9F)  # html_report.COLOURS["boxsup"]: drawn by the plots only
+RUNNER_UP_GREY = (0x8C, 0x95, 0x9F)  # html_report.COLOURS["runner_up"]: drawn by the plots only
 
 
 @pytest.fixture()
@@ -213,5 +213,5 @@ def test_report_renders_in_headless_chromium(run_dir, tmp_path, capsys):
     w, bpp, rows = _png_pixels(shot)
     colours = {row[i:i + 3] for row in rows[::4] for i in range(0, len(row), 4 * bpp)}
     assert len(colours) > 50, f"the screenshot looks blank ({len(colours)} distinct colours)"
-    grey = sum(1 for row in rows for i in range(0, len(row), bpp) if tuple(row[i:i + 3]) == BOXSUP_GREY)
-    assert grey > 1000, f"the plots' box-sup markers were not drawn ({grey} pixels of their colour)"
+    grey = sum(1 for row in rows for i in range(0, len(row), bpp) if tuple(row[i:i + 3]) == RUNNER_UP_GREY)
+    assert grey > 1000, f"the plots' runner-up markers were not drawn ({grey} pixels of their colour)"

@@ -31,7 +31,9 @@ FORMS = ("plain", "centred", "eform")
 # spelled out here, not taken from the table: a counter dropped from the table must fail a test
 READ_SELF_CHECKS = ("rows_plain_beaten", "rows_centred_beaten", "rows_eform_beaten", "latent_recon_mismatch",
                     "indexer_recon_mismatch", "sel_flip_in_witness_cert", "sel_mass_bound_beaten",
-                    "rows_total_beaten_on_certified", "v4_key_mismatch")
+                    "rows_total_beaten_on_certified", "v4_key_mismatch",
+                    # the meters a layer ran: box (run config), attention output (dense KV), W_o projection
+                    "rows_boxsup_beaten", "rows_out_beaten", "rows_out_proj_beaten")
 
 
 def _load(name: str) -> dict:
@@ -122,14 +124,19 @@ def test_a_nonzero_self_check_fails_the_verdict_and_uncovers_the_layer(name, lay
         assert after[cls] == (before[cls][0] - 1, before[cls][1]), (cls, after[cls])
 
 
-def _required(mclass: str) -> list[tuple[str, str]]:
+def _required(layer: dict) -> list[tuple[str, str]]:
+    mclass = layer["memory_class"]
     write = [("write", n) for t in KINDS[mclass].write_tensors for n in write_counters(t)]
     read = [("write" if n.endswith("_pool_viol") else "read", n) for n in KINDS[mclass].read_checks]
-    return write + read
+    # spelled out: the counters of the meters this layer ran (box on in every committed run)
+    meters = ([("read", "rows_boxsup_beaten")] if KINDS[mclass].reads else []) + (
+        [("read", "rows_out_beaten")] if layer["read"].get("out_rows") else []) + (
+        [("read", "rows_out_proj_beaten")] if layer["read"].get("out_rows") and "o_proj" in layer else [])
+    return write + read + meters
 
 
 MISSING = [(n, i, b, k) for n, i, _, _ in {(n, i, None, None) for n, i, _, _ in CASES}
-           for b, k in _required(_load(n)["layers"][i]["memory_class"])]
+           for b, k in _required(_load(n)["layers"][i])]
 MISSING.sort()
 
 
@@ -319,3 +326,28 @@ def test_a_statistic_that_is_not_a_number_is_a_derive_error(bad):
     run["layers"][1]["read"]["w_max"]["max"] = bad
     with pytest.raises(DeriveError, match="w_max.max is not a number"):
         derive(run)
+
+
+def test_the_missing_cases_reach_the_conditional_meters():
+    """The box, output and projected-output counters are among the missing-counter cases (a run of
+    each meter is committed), so dropping one from the required list fails a test above."""
+    keys = {k for _, _, _, k in MISSING}
+    assert {"rows_boxsup_beaten", "rows_out_beaten", "rows_out_proj_beaten"} <= keys
+
+
+def test_the_box_or_output_bound_beaten_by_the_realized_error_fails():
+    """Derivation compares each stored bound with the realized error itself (not only the meter's
+    row counters): a box bound or an output bound below its realized maximum is a failure."""
+    run = run_of("qwen3-int8")
+    i = next(j for j, layer in enumerate(run["layers"]) if layer["memory_class"] == "dense_kv")
+    read = run["layers"][i]["read"]
+    read["boxsup_bound"]["max"] = read["tv_realized"]["max"] * 0.5
+    d = derive(run)
+    assert any(f.startswith(f"layer {i}: boxsup bound") and "beaten by realized TV" in f for f in d.failures)
+    assert verdict(run) == "fail"
+    run = run_of("qwen3-int8")
+    read = run["layers"][i]["read"]
+    read["out_err"]["max"] = 1e6
+    d = derive(run)
+    assert any(f.startswith(f"layer {i}: attn_out bound") and "beaten by the realized error" in f for f in d.failures)
+    assert verdict(run) == "fail"

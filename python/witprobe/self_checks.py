@@ -85,17 +85,21 @@ OUTPUT_CHECKS = (
     SelfCheck("rows_out_proj_beaten", "read", "rows whose projected output error exceeds its per-row bound"),
 )
 
-TABLE: tuple[SelfCheck, ...] = WRITE_CHECKS + OUTPUT_CHECKS + (
-    SelfCheck("rows_plain_beaten", "read", "rows whose plain bound is below the realized TV"),
-    SelfCheck("rows_centred_beaten", "read", "rows whose centred bound is below the realized TV"),
-    SelfCheck("rows_eform_beaten", "read", "rows whose e-form bound is below the realized TV"),
-    SelfCheck("rows_boxsup_beaten", "read", "rows whose box-supremum bound is below the realized TV"),
+# read-side self-checks of the eviction meter (dense KV under an eviction codec)
+EVICT_CHECKS = (
     SelfCheck("rows_evict_beaten", "read",
               "rows whose eviction bound RHO/(1+RHO) is below the realized TV of full vs pruned attention"),
     SelfCheck("rows_evict_mass_mismatch", "read",
               "rows whose realized TV of full vs pruned attention differs from the evicted mass (Eviction.tv_pruned_evicted_mass)"),
     SelfCheck("rows_evict_viol_upper", "read",
               "rows with an evicted logit above its band-norm bound U_t (Cauchy-Schwarz broken)"),
+)
+
+TABLE: tuple[SelfCheck, ...] = WRITE_CHECKS + OUTPUT_CHECKS + EVICT_CHECKS + (
+    SelfCheck("rows_plain_beaten", "read", "rows whose plain bound is below the realized TV"),
+    SelfCheck("rows_centred_beaten", "read", "rows whose centred bound is below the realized TV"),
+    SelfCheck("rows_eform_beaten", "read", "rows whose e-form bound is below the realized TV"),
+    SelfCheck("rows_boxsup_beaten", "read", "rows whose box bound is below the realized TV"),
     SelfCheck("latent_recon_mismatch", "read",
               "key rows where W_UK c does not reproduce the key the model expanded"),
     SelfCheck("indexer_recon_mismatch", "read",

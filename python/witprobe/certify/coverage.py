@@ -14,6 +14,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from witprobe.kinds.base import layer_required_counters
 from witprobe.kinds.registry import KINDS
 from witprobe.self_checks import is_self_check, record_of
 
@@ -21,13 +22,14 @@ from witprobe.self_checks import is_self_check, record_of
 MAIN_TENSOR = {"plain_kv", "latent_kv"}
 
 
-def _layer_clean(layer: dict[str, Any]) -> bool:
-    """Every self-check counter (:mod:`witprobe.self_checks`) recorded and 0: the ones the layer's
-    kind must carry (a missing one is not clean) and any other the layer recorded."""
+def _layer_clean(layer: dict[str, Any], box_sup: bool) -> bool:
+    """Every self-check counter (:mod:`witprobe.self_checks`) recorded and 0: the ones the layer
+    must carry (:func:`witprobe.kinds.base.layer_required_counters`; a missing one is not clean)
+    and any other the layer recorded."""
     kind = KINDS.get(layer.get("memory_class"))
     write, read = layer.get("write", {}), layer.get("read", {})
     if kind is not None:
-        for name in kind.required_counters:
+        for name in layer_required_counters(kind, layer, box_sup):
             if (write if record_of(name) == "write" else read).get(name) != 0:
                 return False
     for block in (write, read):
@@ -35,6 +37,20 @@ def _layer_clean(layer: dict[str, Any]) -> bool:
             if is_self_check(k) and v != 0:
                 return False
     return True
+
+
+class RunConfigError(ValueError):
+    """A run's ``config`` block is malformed (the message names the field)."""
+
+
+def box_sup_on(run: dict[str, Any]) -> bool:
+    """Whether the run metered the box bound: ``config.box_sup``, absent meaning on (``certify run
+    --box-sup off`` records ``false``)."""
+    cfg = run.get("config") if isinstance(run.get("config"), dict) else {}
+    on = cfg.get("box_sup", True)
+    if not isinstance(on, bool):
+        raise RunConfigError(f"run.json config.box_sup must be true or false, got {on!r}")
+    return on
 
 
 def _observed(layer: dict[str, Any]) -> bool:
@@ -46,6 +62,7 @@ def coverage(run: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per memory class present in the run."""
     layers = run["layers"]
     model = run.get("model", {})
+    box_sup = box_sup_on(run)
     classes: dict[str, list[dict[str, Any]]] = {}
     for layer in layers:
         kind = KINDS.get(layer["memory_class"])
@@ -53,7 +70,7 @@ def coverage(run: dict[str, Any]) -> list[dict[str, Any]]:
             classes.setdefault(cls, []).append(layer)
     rows = []
     for cls, ls in classes.items():
-        covered = [x for x in ls if _observed(x) and _layer_clean(x)]
+        covered = [x for x in ls if _observed(x) and _layer_clean(x, box_sup)]
         row: dict[str, Any] = {
             "model": model.get("name"),
             "family": model.get("family"),

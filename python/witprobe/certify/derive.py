@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import Any
 
 from witprobe.calculus import float_error, rounding
-from witprobe.certify.coverage import coverage
+from witprobe.certify.coverage import RunConfigError, box_sup_on, coverage
 from witprobe.certify.derive_values import output_claims
 from witprobe.certify.end_to_end import RunScope, run_scope
 from witprobe.calculus import bridges
@@ -26,8 +26,9 @@ from witprobe.calculus.chains import FORMS, ReadMaxima, read_chain
 from witprobe.calculus.metrics import Metric
 from witprobe.calculus.registry import DEFAULT_REGISTRY, TierRegistry
 from witprobe.calculus.tiers import Tier, meet
-from witprobe.formal.claim_theorems import ClaimTheorem, claim_theorem, evict_theorem
+from witprobe.formal.claim_theorems import ClaimTheorem, boxsup_theorem, claim_theorem, evict_theorem
 from witprobe.formal.obligations import ChainObligation, reference_check
+from witprobe.kinds.base import layer_required_counters
 from witprobe.kinds.registry import KINDS
 from witprobe.self_checks import is_self_check, record_of
 
@@ -200,7 +201,7 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
         kind = KINDS[mclass]
         spec = kind.score
         rows = _counter(read, "rows", where) if kind.reads else _counter(read, "state_writes", where)
-        required = kind.required_counters
+        required = layer_required_counters(kind, layer, box_on)
         for name in required:
             block = write if record_of(name) == "write" else read
             if name not in block and rows:
@@ -261,26 +262,30 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
                 ob_ident = ob.ident
             forms[form] = FormResult(form, bound, ev.vacuous, beaten, ob_ident, "", ev.proofs, ev)
             evals[form] = ev
-        usable = [f for f in forms.values() if f.bound is not None and not f.vacuous]
-        if usable:
-            best = min(usable, key=lambda f: (f.bound, FORMS.index(f.form)))
-            attn = Claim(cid, idx, ATTN_TV, best.form, best.bound, False, meet(reg_tier, Tier.CERTIFIED),
-                         realized, forms, memory_class=mclass)
-            best_eval = evals[best.form]
-            theorems.append(claim_theorem(cid, best.form, mclass, best_eval, rounding.to_units_up(inp.q_coef)))
-        else:
-            bounded = [f for f in forms.values() if f.bound is not None]
-            best_v = min((f.bound for f in bounded), default=None)
-            attn = Claim(cid, idx, ATTN_TV, None, best_v, True, reg_tier, realized, forms, memory_class=mclass)
-            best_eval = None
         if "boxsup_bound" in read and not box_on:
             failures.append(f"layer {idx}: boxsup: the run records box-sup bounds, yet its config says the meter was off")
         elif "boxsup_bound" in read:
-            attn.extra["boxsup"] = _boxsup(idx, read, where, realized, sizes.keys, score_err, score_abs_max, c_max,
-                                           failures)
+            forms[BOXSUP] = _boxsup(idx, read, where, realized, sizes.keys, score_err, score_abs_max, c_max,
+                                    kind.theorem_shape in BOXSUP_SHAPES, failures)
         elif box_on:
             failures.append(f"layer {idx}: boxsup: the run records no box-sup bound, yet its config says the meter "
                             "was on (fail closed)")
+        usable = [f for f in forms.values() if f.bound is not None and not f.vacuous and not f.reason]
+        chain_usable = [f for f in usable if f.form in FORMS]
+        best_eval = evals[min(chain_usable, key=_form_order).form] if chain_usable else None
+        if usable:
+            best = min(usable, key=_form_order)
+            attn = Claim(cid, idx, ATTN_TV, best.form, best.bound, False, meet(reg_tier, Tier.CERTIFIED),
+                         realized, forms, memory_class=mclass)
+            if best.form == BOXSUP:
+                theorems.append(boxsup_theorem(cid, rounding.to_units_up(best.bound)))
+            else:
+                theorems.append(claim_theorem(cid, best.form, mclass, evals[best.form],
+                                              rounding.to_units_up(inp.q_coef)))
+        else:
+            bounded = [f for f in forms.values() if f.bound is not None and not f.reason]
+            best_v = min((f.bound for f in bounded), default=None)
+            attn = Claim(cid, idx, ATTN_TV, None, best_v, True, reg_tier, realized, forms, memory_class=mclass)
         claims.append(attn)
         tv_for_output = attn
         if mclass == "dense_kv" and "evict_rows" in read:  # an eviction codec: full vs pruned attention
@@ -290,8 +295,7 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
                 theorems.append(th)
             tv_for_output = _composed_tv(attn, evict)
         if mclass == "dense_kv":  # the values' effect: attention output before and after W_o
-            claims.extend(output_claims(idx, layer, read, tv_for_output, run.get("schema"), checks, failures, where,
-                                        Claim))
+            claims.extend(output_claims(idx, layer, read, tv_for_output, run.get("schema"), failures, where, Claim))
         if kind.selection:
             claims.extend(_selection_claims(idx, read, where, best_eval, registry, failures,
                                             run.get("schema") in MAGNITUDE_SCHEMAS, sizes.keys))
@@ -299,9 +303,6 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
             claims.append(_pooling_claim(idx, write, where))
         readings.append(_layer_readings(idx, mclass, write, read, where))
     return Derivation(claims, obligations, checks, failures, readings, coverage(run), theorems, run_scope(run))
-
-
-EVICT_COUNTERS = ("rows_evict_beaten", "rows_evict_mass_mismatch", "rows_evict_viol_upper")
 
 
 def _evict_claim(idx: int, read: dict[str, Any], where: str, reg_tier: Tier, failures: list[str]
@@ -316,9 +317,6 @@ def _evict_claim(idx: int, read: dict[str, Any], where: str, reg_tier: Tier, fai
     """
     cid = f"L{idx:02d}.evict_tv"
     rows = _counter(read, "evict_rows", where)
-    for name in EVICT_COUNTERS:
-        if name not in read:
-            failures.append(f"layer {idx}: self-check counter {name} is missing (fail closed)")
     realized = _stat(read, "evict_tv_realized", "max", where) or 0.0
     extra: dict[str, Any] = {
         "rows": rows,
@@ -359,45 +357,52 @@ def _composed_tv(attn: Claim, evict: Claim) -> Claim:
     return dataclasses.replace(attn, value=total, vacuous=attn.vacuous or evict.vacuous or total >= 1)
 
 
-BOXSUP_REASON = ("box supremum of the TV over the per-key score box (witprobe.probe.box_sup): no kernel-checked "
-                 "library theorem states it yet, so it is reported beside the certified forms")
+BOXSUP = "boxsup"
+BOXSUP_SHAPES = ("banded",)
+"""Theorem shapes whose box theorem is in the library (``coq/Witprobe/BoxSup.v``, ``box_banded_claim``)."""
+BOXSUP_PROOFS = ("Witprobe.BoxSup.box_banded_claim", "Witprobe.BoxSup.tv_le_box")
+BOXSUP_NO_THEOREM = ("no library theorem states the box bound for this memory kind's score bridge yet "
+                     "(coq/Witprobe/BoxSup.v covers dense KV): reported beside the certified forms, never claimed")
+CLAIM_ORDER = FORMS + (BOXSUP,)
+
+
+def _form_order(f: FormResult) -> tuple[Fraction, int]:
+    """Tightest bound first; on a tie the earlier form of :data:`CLAIM_ORDER` (the chain forms first)."""
+    return f.bound, CLAIM_ORDER.index(f.form)
 
 
 def _box_sup_on(run: dict[str, Any]) -> bool:
-    """Whether the run metered the box-sup bound: ``config.box_sup``, absent meaning on (``certify run --box-sup off``
-    records ``false``)."""
-    cfg = run.get("config") if isinstance(run.get("config"), dict) else {}
-    on = cfg.get("box_sup", True)
-    if not isinstance(on, bool):
-        raise DeriveError(f"run.json config.box_sup must be true or false, got {on!r}")
-    return on
+    try:
+        return box_sup_on(run)
+    except RunConfigError as e:
+        raise DeriveError(str(e)) from None
 
 
 def _boxsup(idx: int, read: dict[str, Any], where: str, realized: float, keys: int, score_err: Fraction | None,
-            score_abs_max: Fraction | None, c_max: Fraction, failures: list[str]) -> dict[str, Any]:
-    """The layer's box-sup bound (empirical tier), rounded outward from the meter's row maximum.
+            score_abs_max: Fraction | None, c_max: Fraction, has_theorem: bool, failures: list[str]) -> FormResult:
+    """The layer's box bound, rounded outward from the meter's row maximum to units of ``2**-48``.
 
     ``up(max_rows B_row) * (1 + boxsup_rel) + boxsup_floor`` (see :mod:`witprobe.probe.box_sup` and
     :func:`witprobe.calculus.float_error.boxsup_rel`); a bound below the realized TV is a failure.
+    A claim may use it only where ``has_theorem`` (the kind's shape is in :data:`BOXSUP_SHAPES`);
+    otherwise the form carries the reason and is reported beside the others.
     """
-    out: dict[str, Any] = {"tier": Tier.EMPIRICAL.value, "reason": BOXSUP_REASON, "bound": None,
-                           "vacuous": True, "beaten_by_realized": False, "tightness": None}
+    reason = "" if has_theorem else BOXSUP_NO_THEOREM
+    proofs = BOXSUP_PROOFS if has_theorem else ()
     if score_err is None or score_abs_max is None:
         failures.append(f"layer {idx}: boxsup: the run records no score magnitudes for its float64 analysis (fail closed)")
-        return out
+        return FormResult(BOXSUP, None, True, False, None, "no score magnitudes recorded", proofs)
     problems = float_error.boxsup_problems(keys, score_err, score_abs_max)
     if problems:
         failures.extend(f"layer {idx}: {p} (fail closed)" for p in problems)
-        return out
+        return FormResult(BOXSUP, None, True, False, None, "; ".join(problems), proofs)
     raw = rounding.up(_recorded_max(read, "boxsup_bound", where), what=f"{where} boxsup_bound")
-    bound = raw * (1 + float_error.boxsup_rel(keys, score_err, score_abs_max)) + float_error.boxsup_floor(keys, c_max)
+    exact = raw * (1 + float_error.boxsup_rel(keys, score_err, score_abs_max)) + float_error.boxsup_floor(keys, c_max)
+    bound = rounding.from_units(rounding.to_units_up(exact))
     beaten = bound < Fraction(realized)
     if beaten:
         failures.append(f"layer {idx}: boxsup bound {float(bound):.6g} beaten by realized TV {realized:.6g}")
-    out.update({"bound": {"decimal_up": rounding.decimal_up(bound, 6), "exact": rounding.fraction_text(bound)},
-                "vacuous": bound >= 1, "beaten_by_realized": beaten,
-                "tightness": float(bound) / realized if realized > 0 else None})
-    return out
+    return FormResult(BOXSUP, bound, bound >= 1, beaten, None, reason, proofs)
 
 
 def _half_life(log_a: float | None) -> float | None:

@@ -24,12 +24,10 @@ from typing import Any
 from witprobe.calculus import rounding
 from witprobe.calculus.metrics import Metric
 from witprobe.calculus.tiers import Tier
-from witprobe.self_checks import OUTPUT_CHECKS
 
 OUTPUT_SCHEMAS = ("witprobe-run/3",)  # run schemas whose dense-KV reads carry the output meter
 ATTN_OUT = Metric("attn_out", "l2", "read")
 ATTN_OUT_PROJ = Metric("attn_out_proj", "l2", "read")
-OUTPUT_COUNTERS = tuple(c.pattern for c in OUTPUT_CHECKS)  # names, meanings in witprobe.self_checks
 
 
 def _max(read: dict[str, Any], key: str, where: str) -> float:
@@ -41,23 +39,16 @@ def _max(read: dict[str, Any], key: str, where: str) -> float:
 
 
 def output_claims(idx: int, layer: dict[str, Any], read: dict[str, Any], tv_claim: Any, schema: Any,
-                  checks: dict[str, int], failures: list[str], where: str, claim_cls: type) -> list[Any]:
+                  failures: list[str], where: str, claim_cls: type) -> list[Any]:
     """The ``attn_out`` (and, with a recorded ``o_proj``, ``attn_out_proj``) claims of one dense-KV
-    layer; updates ``checks`` with the output self-check counters and ``failures`` with a beaten
-    bound or a missing record."""
+    layer; updates ``failures`` with a beaten bound or a missing record. Its self-check counters
+    (``rows_out_beaten``, ``rows_out_proj_beaten``) are required and totalled by derivation
+    (:func:`witprobe.kinds.base.layer_required_counters`)."""
     rows = read.get("out_rows", 0)
     if not rows:
         if schema in OUTPUT_SCHEMAS and read.get("rows"):
             failures.append(f"layer {idx}: the attention-output meter recorded no rows (fail closed)")
         return []
-    for name in OUTPUT_COUNTERS:
-        if name == "rows_out_proj_beaten" and "o_proj" not in layer:
-            continue
-        v = read.get(name)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            failures.append(f"layer {idx}: self-check counter {name} is missing (fail closed)")
-            v = 0
-        checks[name] = checks.get(name, 0) + v
     trivial = tv_claim.value is None or tv_claim.vacuous or tv_claim.value >= 1
     tv = Fraction(1) if trivial else tv_claim.value
     spread = rounding.up(_max(read, "out_spread", where), what=f"{where} out_spread")

@@ -50,7 +50,7 @@ __all__ = ["Report", "load_report", "render_html", "write_report", "REPORT_FILE"
 KERNEL_CHECKED = "kernel_checked"
 CERTIFIED = Tier.CERTIFIED.value
 COLOURS = {"certified": "#1a7f37", "partial": "#8250df", "empirical": "#bc4c00", "vacuous": "#cf222e",
-           "realized": "#1f2328", "boxsup": "#8c959f", "residual": "#0969da", "witness": "#8250df"}
+           "realized": "#1f2328", "runner_up": "#8c959f", "residual": "#0969da", "witness": "#8250df"}
 """Plot colours by meaning (a certified bound is drawn in the certified colour only)."""
 
 
@@ -108,9 +108,10 @@ class ClaimRow:
     lean: str
     realized: float | None  # the realized error the bound is compared with (TV, or ||.||_2)
     tightness: float | None  # bound / realized
-    boxsup: Bound | None  # attn_tv only: the empirical box-sup bound beside the claim
-    boxsup_vacuous: bool
-    boxsup_tightness: float | None  # box-sup bound / realized, as the certificate records it
+    runner_up: Bound | None  # attn_tv only: the tightest other form's bound (e.g. centred beside a box claim)
+    runner_up_form: str | None
+    runner_up_vacuous: bool
+    runner_up_tightness: float | None  # runner-up bound / realized TV
 
 
 @dataclass(frozen=True)
@@ -215,16 +216,20 @@ def _claim(i: int, c: dict[str, Any]) -> ClaimRow:
             raise ValueError(f"{where} ({c['id']}) is certified but its bound is vacuous or absent")
         if KERNEL_CHECKED not in (coq, lean):
             raise ValueError(f"{where} ({c['id']}) is certified but no kernel checked its theorem")
-    box = (c.get("extra") or {}).get("boxsup") if c["kind"] == "attn_tv" else None
+    # the tightest other form beside the claim (the box bound beside a centred claim, or the reverse)
+    others = sorted(((_bound(f["bound"], f"{where}.forms.{k}.bound"), k, bool(f["vacuous"]))
+                     for k, f in c["forms"].items() if k != c.get("form") and f.get("bound") is not None),
+                    key=lambda o: o[0].value) if c["kind"] == "attn_tv" else []
+    alt, alt_form, alt_vac = others[0] if others else (None, None, False)
     realized = c.get("realized_tv_max")
     return ClaimRow(
         id=str(c["id"]), kind=str(c["kind"]), layer=int(c["layer"]), bound=bound, vacuous=vacuous,
         form=c.get("form"), tier=str(tier), tier_reason=str(c["tier_reason"]), coq=str(coq), lean=str(lean),
         realized=_opt_num(realized, f"{where}.realized_tv_max"),
         tightness=_opt_num(c.get("tightness"), f"{where}.tightness"),
-        boxsup=_bound(box["bound"], f"{where}.extra.boxsup.bound") if box else None,
-        boxsup_vacuous=bool(box["vacuous"]) if box else False,
-        boxsup_tightness=_opt_num(box.get("tightness"), f"{where}.extra.boxsup.tightness") if box else None,
+        runner_up=alt, runner_up_form=alt_form, runner_up_vacuous=alt_vac,
+        runner_up_tightness=(alt.value / realized if alt is not None and isinstance(realized, (int, float))
+                             and realized > 0 else None),
     )
 
 
@@ -463,11 +468,11 @@ def _bound_colour(c: ClaimRow) -> str:
 
 def plot_bounds(claims: tuple[ClaimRow, ...], quantity: str = "TV") -> str:
     """Per layer, log scale: the claim's bound (coloured by tier; a ring when vacuous), the
-    empirical box-sup bound where there is one, and the realized maximum; for TV claims the line
+    runner-up form (the tightest other one, not claimed), and the realized maximum; for TV claims the line
     TV = 1, at or above which a bound is vacuous. ``quantity`` names the bounded error."""
     layers = [c.layer for c in claims]
     ys = [v for c in claims for v in (c.realized, c.bound.value if c.bound else None,
-                                      c.boxsup.value if c.boxsup else None) if v is not None]
+                                      c.runner_up.value if c.runner_up else None) if v is not None]
     tv = quantity == "TV"
     ax = Axes.for_values(min(layers) - 0.5, max(layers) + 0.5, ys + ([1.0] if tv else []))
     parts = ax.frame(f"{quantity} bound vs realized {quantity} per layer (log scale)", "layer", quantity,
@@ -476,9 +481,9 @@ def plot_bounds(claims: tuple[ClaimRow, ...], quantity: str = "TV") -> str:
         parts += ax.hline(1.0, "TV = 1: a bound at or above says nothing", COLOURS["vacuous"])
     for c in claims:
         x = ax.px(c.layer)
-        if c.boxsup is not None:
-            parts.append(_marker("diamond", x + 6, ax.py(c.boxsup.value), COLOURS["boxsup"],
-                                 f"{c.id} box-sup {c.boxsup.text} (empirical)"))
+        if c.runner_up is not None:
+            parts.append(_marker("diamond", x + 6, ax.py(c.runner_up.value), COLOURS["runner_up"],
+                                 f"{c.id} runner-up {c.runner_up_form} {c.runner_up.text} (not claimed)"))
         if c.bound is not None:
             shape = "ring" if c.vacuous else "square"
             label = "vacuous" if c.vacuous else c.tier
@@ -491,17 +496,17 @@ def plot_bounds(claims: tuple[ClaimRow, ...], quantity: str = "TV") -> str:
     items = [("square", COLOURS.get(t, COLOURS["empirical"]), f"bound ({t})") for t in tiers]
     if any(c.vacuous for c in claims):
         items.append(("ring", COLOURS["vacuous"], "bound (vacuous)"))
-    if any(c.boxsup for c in claims):
-        items.append(("diamond", COLOURS["boxsup"], "box-sup (empirical)"))
+    if any(c.runner_up for c in claims):
+        items.append(("diamond", COLOURS["runner_up"], "runner-up form (not claimed)"))
     items.append(("dot", COLOURS["realized"], "realized max"))
     return ax.svg(parts + ax.legend(items), f"{quantity} bound and realized {quantity} per layer")
 
 
 def plot_tightness(claims: tuple[ClaimRow, ...]) -> str:
-    """Per layer, log scale: tightness = bound / realized TV of the claim (and of box-sup)."""
+    """Per layer, log scale: tightness = bound / realized TV of the claim (and of the runner-up form)."""
     layers = [c.layer for c in claims]
-    box = {c.layer: c.boxsup_tightness for c in claims if c.boxsup_tightness}
-    ys = [c.tightness for c in claims if c.tightness] + list(box.values())
+    box = {c.layer: (c.runner_up_tightness, c.runner_up_form) for c in claims if c.runner_up_tightness}
+    ys = [c.tightness for c in claims if c.tightness] + [t for t, _ in box.values()]
     ax = Axes.for_values(min(layers) - 0.5, max(layers) + 0.5, ys + [1.0], lo=1e-1)
     parts = ax.frame("Tightness ratio: bound / realized TV (log scale; 1 = exact)", "layer", "ratio",
                      _layer_ticks(layers))
@@ -511,14 +516,14 @@ def plot_tightness(claims: tuple[ClaimRow, ...]) -> str:
             parts.append(_marker("square", ax.px(c.layer), ax.py(c.tightness), _bound_colour(c),
                                  f"{c.id} tightness {c.tightness:.2f}"))
         if c.layer in box:
-            parts.append(_marker("diamond", ax.px(c.layer) + 6, ax.py(box[c.layer]), COLOURS["boxsup"],
-                                 f"{c.id} box-sup tightness {box[c.layer]:.2f}"))
+            parts.append(_marker("diamond", ax.px(c.layer) + 6, ax.py(box[c.layer][0]), COLOURS["runner_up"],
+                                 f"{c.id} runner-up {box[c.layer][1]} tightness {box[c.layer][0]:.2f}"))
     items = [("square", COLOURS.get(t, COLOURS["empirical"]), f"claim ({t})")
              for t in sorted({c.tier for c in claims if c.tightness and not c.vacuous})]
     if any(c.vacuous and c.tightness for c in claims):
         items.append(("square", COLOURS["vacuous"], "claim (vacuous)"))
     if box:
-        items.append(("diamond", COLOURS["boxsup"], "box-sup (empirical)"))
+        items.append(("diamond", COLOURS["runner_up"], "runner-up form (not claimed)"))
     return ax.svg(parts + ax.legend(items), "tightness ratio per layer")
 
 
@@ -669,15 +674,15 @@ def render_html(rep: Report) -> str:
                 '<p class="note">Each claim bounds the total variation between the attention distributions over '
                 "the exact and the compressed keys, per layer and row. A bound is drawn in the certified colour "
                 "only when its tier is certified (a proof kernel checked the theorem stating it); a ring marks a "
-                "vacuous bound (TV bound &gt;= 1 says nothing). Box-sup is an empirical bound no kernel-checked "
-                "theorem states. Hover a marker for its value.</p>",
+                "vacuous bound (TV bound &gt;= 1 says nothing). A grey diamond marks the runner-up: the tightest other "
+                "form (the centred bound beside a box claim, say), not claimed. Hover a marker for its value.</p>",
                 plot_bounds(tv), plot_tightness(tv),
-                _table(["layer", "realized TV max", "bound", "form", "tightness", "tier", "Coq", "Lean", "box-sup",
-                        "box-sup tightness"],
+                _table(["layer", "realized TV max", "bound", "form", "tightness", "tier", "Coq", "Lean", "runner-up form",
+                        "runner-up tightness"],
                        [[str(c.layer), _f(c.realized), _bound_cell(c.bound, c.vacuous), _e(c.form or "-"),
                          _f(c.tightness, "{:.2f}"), _tier(c.tier), _e(c.coq), _e(c.lean),
-                         _bound_cell(c.boxsup, c.boxsup_vacuous) + (" " + _tier("empirical") if c.boxsup else ""),
-                         _f(c.boxsup_tightness, "{:.2f}")]
+                         _bound_cell(c.runner_up, c.runner_up_vacuous) + (f" {_e(c.runner_up_form)}" if c.runner_up else ""),
+                         _f(c.runner_up_tightness, "{:.2f}")]
                         for c in tv], numeric={0, 1, 2, 4, 8, 9})]
     outs = [(k, q) for k, q in (("attn_out", "||y - y_hat||"), ("attn_out_proj", "||W_o (y - y_hat)||"))
             if any(c.kind == k for c in rep.claims)]

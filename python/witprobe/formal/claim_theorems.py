@@ -404,3 +404,36 @@ def evict_theorem(claim_id: str, rho_units: int, bound_units: int) -> ClaimTheor
               "Witprobe.Eviction.banded_logit_le", "Witprobe.Selection.tv_restrict")
     return ClaimTheorem(claim_id, name, "evict", "evict", stmt, proof, (rho, b), (EVICT_MEASURED,), proved,
                         "", "", (), LeanSide("evict", rho.value, b.value))
+
+
+BOXSUP_MEASURED = ("B: max over read rows of the box meter's bound (witprobe.probe.box_sup): per row a grid of "
+                   "K + 1 values of w bracketing [1/Z_hi, 1/Z_lo], one lambda per side of the row's heaviest key "
+                   "and interval, and box_psi at both ends of every interval, float64 with its error allowance, "
+                   "times 1 + the centre's relative error (read.boxsup_bound); or tanh(C_row / 2) where the grid "
+                   "is coarse. The radii r_t are c_t = scale * sum_b ||q_b|| ||k_{t,b} - k'_{t,b}|| inflated by "
+                   "2^-30 and pooled up to their radius bucket's maximum")
+
+
+def boxsup_theorem(claim_id: str, bound_units: int) -> ClaimTheorem:
+    """The theorem of a box-form claim (``coq/Witprobe/BoxSup.v``, ``box_banded_claim``), dense KV.
+
+    For every query ``q``, exact and served keys ``k, k'`` split into ``nb`` bands, ``scale >= 0``
+    and radii ``r`` above the banded witness product of every key: if the served distribution and
+    ``r`` admit a box certificate at level ``B`` (a grid bracketing ``1/Z`` whose ``box_psi`` values
+    are at most ``B``, or a radius ``C >= r_t`` with ``tanh(C/2) <= B``) then ``TV <= B``. The
+    measured hypothesis is the certificate itself: the meter exhibits one for every read row
+    (:data:`BOXSUP_MEASURED`). No numeric side condition: ``B`` is the certificate's level.
+    Stated in Coq only (``lean_statement`` empty): no Lean library lemma mirrors ``BoxSup.v`` yet.
+    """
+    name = theorem_name(claim_id)
+    b = Constant("B", bound_units, f"claimed bound of {claim_id} (the layer's box bound, rounded up)")
+    stmt = (_BANDED_BINDERS.replace(",\n  ", "\n         (r : nat -> R),\n  ")
+            + "(0 < n)%nat ->\n  0 <= scale ->\n  "
+            f"(forall t, (t < n)%nat -> {_BANDED_RADIUS} <= r t) ->\n  "
+            f"box_certificate n (softmax n (fun t => scale * bdot nb w q (k' t))) r {b.coq} ->\n  "
+            f"{_BANDED_TV} <= {b.coq}")
+    proof = "intros n nb w scale q k k' r Hn Hs Hr Hc. exact (box_banded_claim _ n nb w scale q k k' r Hn Hs Hr Hc)."
+    proved = ("Witprobe.BoxSup.box_banded_claim", "Witprobe.BoxSup.tv_le_box", "Witprobe.BoxSup.tv_lambda_split",
+              "Witprobe.BoxSup.box_psi_convex_max", "Witprobe.ScoreBridge.score_bridge_banded")
+    return ClaimTheorem(claim_id, name, "boxsup", "boxsup", stmt, proof, (b,), (BOXSUP_MEASURED,), proved,
+                        "", "", (), LeanSide("boxsup", Fraction(0), b.value))

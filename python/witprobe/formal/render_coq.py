@@ -43,6 +43,19 @@ def qualified(run_sha: str, theorem: str) -> str:
     return f"{coq_module(run_sha)}.{theorem}"
 
 
+# the library modules (beyond Sum Softmax SoftmaxTV Claims) each theorem shape's proof needs,
+# imported in one fixed order (earlier runs' files keep their bytes)
+SHAPE_IMPORTS: dict[str, tuple[str, ...]] = {
+    "banded": ("ScoreBridge", "ClaimsBanded"),
+    "latent": ("LatentBridge", "ClaimsLatent"),
+    "evict": ("ScoreBridge", "Selection", "Eviction"),
+    "boxsup": ("ScoreBridge", "ClaimsBanded", "BoxSup"),
+    "sink": (),
+    "score": (),
+}
+LIBRARY_ORDER = ("ScoreBridge", "ClaimsBanded", "LatentBridge", "ClaimsLatent", "Selection", "Eviction", "BoxSup")
+
+
 def render_coq(theorems: Sequence[ClaimTheorem], run_sha: str) -> str:
     """The ``.v`` text of a run's claim theorems (refuses duplicates and forbidden tokens)."""
     names = check_theorem_list(theorems)
@@ -50,9 +63,8 @@ def render_coq(theorems: Sequence[ClaimTheorem], run_sha: str) -> str:
     for name in reversed(names):
         bundle = f"conj {name} ({bundle})" if bundle != "I" else f"conj {name} I"
     shapes = {t.shape for t in theorems}
-    extra = (" ScoreBridge ClaimsBanded" if "banded" in shapes else "") + (
-        " LatentBridge ClaimsLatent" if "latent" in shapes else "") + (
-        " Selection Eviction" + ("" if "banded" in shapes else " ScoreBridge") if "evict" in shapes else "")
+    needed = [m for t in theorems for m in SHAPE_IMPORTS[t.shape]]
+    extra = "".join(f" {m}" for m in LIBRARY_ORDER if m in needed)
     text = template("run.v.j2").render(version=__version__, run_sha=run_sha, module=coq_module(run_sha),
                               theorems=list(theorems), bundle=bundle, extra_imports=extra)
     bad = lint_source(text)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from witprobe.calculus.bridges import EntrySpec
-from witprobe.self_checks import write_counters
+from witprobe.self_checks import EVICT_CHECKS, OUTPUT_CHECKS, write_counters
 
 MEMORY_CLASSES = ("plain_kv", "latent_kv", "sparse_selector", "recurrent_state")
 """The four memory classes of the paper (section 1): dense KV, latent KV (MLA), learned sparse
@@ -130,3 +130,26 @@ class MemoryKind:
 ROW_CHECKS = ("rows_plain_beaten", "rows_centred_beaten", "rows_eform_beaten")
 SELECTION_CHECKS = ("indexer_recon_mismatch", "sel_flip_in_witness_cert", "sel_mass_bound_beaten",
                     "rows_total_beaten_on_certified")
+
+
+BOXSUP_CHECK = "rows_boxsup_beaten"
+
+
+def layer_required_counters(kind: MemoryKind, layer: dict[str, Any], box_sup: bool) -> tuple[str, ...]:
+    """Every self-check counter one ``run.json`` layer must carry (a missing one fails closed).
+
+    The kind's own counters (:attr:`MemoryKind.required_counters`), and those of the meters the
+    layer ran: the box meter on a layer with reads when the run metered it (``box_sup``: the run
+    config), the attention-output meter where it read rows (``read.out_rows``; the projected one
+    where the layer records ``o_proj``), and the eviction meter where it read rows
+    (``read.evict_rows`` present). The one list derivation, coverage and the report all read.
+    """
+    read = layer.get("read") if isinstance(layer.get("read"), dict) else {}
+    names = list(kind.required_counters)
+    if kind.reads and box_sup:
+        names.append(BOXSUP_CHECK)
+    if read.get("out_rows"):
+        names += [c.pattern for c in OUTPUT_CHECKS if c.pattern != "rows_out_proj_beaten" or "o_proj" in layer]
+    if "evict_rows" in read:
+        names += [c.pattern for c in EVICT_CHECKS]
+    return tuple(names)

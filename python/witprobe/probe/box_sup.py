@@ -73,6 +73,7 @@ U64 = 2.0 ** -53
 RADIUS_MARGIN = 2.0 ** -30
 RANGE_MARGIN = 2.0 ** -20
 LAMBDA_STEPS = 10
+Z_LO_MIN = 1e-290  # below it the grid's top end 1/Z_lo is not representable: the row takes the centred cap
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,9 @@ class BoxSupSpec:
     ratio:
         Ratio of consecutive bucket edges (``> 1``).
     heavy:
-        Keys of largest served probability whose side is enumerated (``2**heavy`` cases).
+        Keys of largest served probability whose side is enumerated (``2**heavy`` cases). Must be 1:
+        the box theorem's certificate (``box_grid`` in ``coq/Witprobe/BoxSup.v``) fixes the side of
+        exactly one key ``h``, both sides, so the meter computes exactly its hypothesis.
     """
 
     intervals: int = 16
@@ -98,10 +101,13 @@ class BoxSupSpec:
     heavy: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("intervals", "buckets", "heavy"):
+        for name in ("intervals", "buckets"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "heavy" else 1) or v > 1024:
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1 or v > 1024:
                 raise ValueError(f"box-sup: {name} must be a positive integer, got {v!r}")
+        if self.heavy != 1 or isinstance(self.heavy, bool):
+            raise ValueError(f"box-sup: heavy must be 1 (the box theorem, coq/Witprobe/BoxSup.v, fixes the side of "
+                             f"exactly one key), got {self.heavy!r}")
         if not isinstance(self.ratio, float) or not self.ratio > 1.0 or math.isinf(self.ratio):
             raise ValueError(f"box-sup: ratio must be a float > 1, got {self.ratio!r}")
 
@@ -202,7 +208,9 @@ def box_sup_bound(p: torch.Tensor, c: torch.Tensor, spec: BoxSupSpec = DEFAULT_S
     mass, rad = torch.cat([mass, hm], -1), torch.cat([rad, hr], -1)  # (R, J), J = G + m
     up, vp = torch.exp(rad), torch.exp(-rad)
     z_hi = (mass * up).sum(-1, keepdim=True)
-    z_lo = (mass * vp).sum(-1, keepdim=True).clamp_min(1e-300)
+    z_lo_raw = (mass * vp).sum(-1, keepdim=True)
+    covered = z_lo_raw[:, 0] > Z_LO_MIN  # else 1/Z_lo is out of float64 range: the grid cannot reach it
+    z_lo = z_lo_raw.clamp_min(Z_LO_MIN)
     w_lo, w_hi = (1 - RANGE_MARGIN) / z_hi, (1 + RANGE_MARGIN) / z_lo
     k = spec.intervals
     frac = torch.arange(k + 1, dtype=torch.float64, device=p.device) / k
@@ -220,7 +228,7 @@ def box_sup_bound(p: torch.Tensor, c: torch.Tensor, spec: BoxSupSpec = DEFAULT_S
            for ta, tb in (_terms(m4, u4, v4, w, side_a, side_b) for w in (wa, wb))]
     bound = torch.maximum(*psi).amax(dim=(-1, -2))
     allow = bound * (2 * (mass.shape[-1] + t + 8) * U64) + 32 * U64 * (1 + z_hi[:, 0] / z_lo[:, 0])
-    return torch.minimum(bound + allow, centred).reshape(lead)
+    return torch.where(covered, torch.minimum(bound + allow, centred), centred).reshape(lead)
 
 
 def sup_tv_vertices(p: list[float], c: list[float]) -> float:
