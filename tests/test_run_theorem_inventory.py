@@ -9,7 +9,8 @@ binders, hypotheses and conclusion, and requires the two files to declare the sa
 with equal binders, hypotheses and conclusions (constants included, exactly). Inputs: the
 committed SmolLM2 run (dense KV, banded), the MLA run (latent) and the V4 run (sink), and for each
 of them the theorem of every non-vacuous form (centred, plain, e-form) in its own memory class
-and at score level, so every shape the Coq side can emit is compared.
+and at score level, plus the box-form theorems ``derive`` states (dense KV layers whose box bound
+is the tightest), so every shape the Coq side can emit is compared.
 
 It also checks, in exact rational arithmetic, that every numeric goal the Lean proofs leave to
 ``norm_num`` is true (a Lean proof cannot be compiled here; its arithmetic can be decided).
@@ -17,6 +18,7 @@ It also checks, in exact rational arithmetic, that every numeric goal the Lean p
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -171,6 +173,15 @@ def runs():
     return {name: json.loads(p.read_text()) for name, p in RUNS.items()}
 
 
+def box_theorems(runs: dict) -> list:
+    """The box-form theorems ``derive`` states for the runs (``boxsup_theorem``: dense KV layers
+    whose box bound is the tightest), renamed ``R<i>_<theorem>_boxsup`` to share one file."""
+    out = [dataclasses.replace(th, theorem=f"R{i}_{th.theorem}_boxsup")
+           for i, run in enumerate(runs.values()) for th in derive_mod.derive(run).theorems if th.form == "boxsup"]
+    assert out, "no run states a box-form theorem"
+    return out
+
+
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_rendered_run_files_declare_the_same_theorems(runs, name):
     run = runs[name]
@@ -189,11 +200,11 @@ def test_rendered_run_files_declare_the_same_theorems(runs, name):
 
 
 def test_every_shape_and_form_corresponds(runs):
-    theorems = [th for i, run in enumerate(runs.values()) for th in every_form(run, f"R{i}_")]
+    theorems = [th for i, run in enumerate(runs.values()) for th in every_form(run, f"R{i}_")] + box_theorems(runs)
     kinds = {(t.form, t.shape) for t in theorems}
     assert kinds >= {("centred", "banded"), ("centred", "latent"), ("centred", "sink"), ("centred", "score"),
                      ("eform", "banded"), ("eform", "latent"), ("eform", "sink"), ("eform", "score"),
-                     ("plain", "sink"), ("plain", "score")}, kinds
+                     ("plain", "sink"), ("plain", "score"), ("boxsup", "boxsup")}, kinds
     sha = "a" * 64
     coq_text, lean_text = render_coq(theorems, sha), render_lean_real(theorems, sha)
     assert inventory_differences(coq_text, lean_text) == []
@@ -212,30 +223,43 @@ def test_plain_banded_form_corresponds():
 def test_every_lean_numeric_side_condition_is_true(runs):
     """What ``norm_num`` must close in each Lean proof holds in exact arithmetic; a bound lowered
     by one unit below what a tight check allows makes it false."""
-    theorems = [th for i, run in enumerate(runs.values()) for th in every_form(run, f"R{i}_")]
+    theorems = [th for i, run in enumerate(runs.values()) for th in every_form(run, f"R{i}_")] + box_theorems(runs)
+    assert {th.lean_side.kind for th in theorems} <= {"tanh", "plain", "eform", "boxsup"}
     for th in theorems:
         assert lean_side_condition(th.lean_side), th.theorem
         assert th.lean_side.bound == th.constants[-1].value
-        if th.lean_side.kind != "eform":
+        if th.lean_side.kind in ("tanh", "plain"):
             assert f"_of_expUpper {th.lean_side.n} " in th.lean_proof
+        elif th.lean_side.kind == "boxsup":  # no goal is left: the lemma applied to the level B is the proof
+            assert th.lean_proof == f"box_banded_claim {th.constants[-1].lean}", th.lean_proof
     centred = next(t for t in theorems if t.form == "centred")
     c = centred.lean_side
     low = type(c)(c.kind, c.t, rounding.from_units(int(math.tanh(float(c.t) / 2) * rounding.UNIT * (1 - 1e-6))), c.n)
     assert not lean_side_condition(low)
 
 
-def test_a_broken_side_is_caught(runs):
-    """Break the Lean file once each way (constant, hypothesis, conclusion, name): each is reported."""
+@pytest.mark.parametrize("shape", ["banded", "boxsup"])
+def test_a_broken_side_is_caught(runs, shape):
+    """Break the Lean file once each way (constant, hypothesis, conclusion, name): each is reported,
+    for the SmolLM2 run's two dense-KV shapes: the centred banded theorem (constant ``C`` in
+    hypothesis 1) and the box theorem ``derive`` states (level ``B`` in hypothesis 3, after
+    ``0 < n``, ``0 <= scale`` and the radii)."""
     run = runs["smollm2-int8"]
     sha = "c" * 64
-    theorems = derive_mod.derive(run).theorems
+    if shape == "boxsup":
+        theorems = derive_mod.derive(run).theorems
+    else:
+        theorems = [t for t in every_form(run) if t.form == "centred" and t.shape == "banded"]
+    assert len(theorems) > 3 and all(t.shape == shape for t in theorems)
     coq_text, lean_text = render_coq(theorems, sha), render_lean_real(theorems, sha)
     th = theorems[3]
     c_lean = th.constants[0].lean
-    i = lean_text.index(f"≤ {c_lean}", lean_text.index(f"theorem {th.theorem} :"))
-    edited = lean_text[:i] + f"≤ (({th.constants[0].units + 1} : ℝ) / 281474976710656)" + lean_text[i + 2 + len(c_lean):]
+    site, hyp = (f"r {c_lean} →", 3) if shape == "boxsup" else (f"≤ {c_lean}", 1)
+    i = lean_text.index(site, lean_text.index(f"theorem {th.theorem} :"))
+    bumped = site.replace(c_lean, f"(({th.constants[0].units + 1} : ℝ) / 281474976710656)")
+    edited = lean_text[:i] + bumped + lean_text[i + len(site):]
     errs = inventory_differences(coq_text, edited)
-    assert len(errs) == 1 and errs[0].startswith(f"{th.theorem}: hypothesis 1"), errs
+    assert len(errs) == 1 and errs[0].startswith(f"{th.theorem}: hypothesis {hyp}"), errs
     dropped = lean_text.replace("      0 ≤ scale →\n", "", 1)
     errs = inventory_differences(coq_text, dropped)
     assert any("hypotheses" in e for e in errs), errs
@@ -245,9 +269,10 @@ def test_a_broken_side_is_caught(runs):
     renamed = lean_text.replace(f"theorem {th.theorem} :", f"theorem {th.theorem}x :", 1)
     errs = inventory_differences(coq_text, renamed)
     assert f"only in run.v: {th.theorem}" in errs and f"only in run_real.lean: {th.theorem}x" in errs
-    # and the Coq side: a Coq hypothesis weakened to <
+    # and the Coq side: a Coq hypothesis weakened to < (the box theorem states 0 < n first)
     weakened = coq_text.replace("0 <= scale ->", "0 < scale ->", 1)
-    assert any("hypothesis 0" in e for e in inventory_differences(weakened, lean_text))
+    k = 1 if shape == "boxsup" else 0
+    assert any(f"hypothesis {k}" in e for e in inventory_differences(weakened, lean_text))
 
 
 def test_canonical_forms_of_the_notations():
@@ -291,6 +316,7 @@ def test_each_lean_statement_is_its_lemma_instantiated(runs):
     theorems = [th for i, run in enumerate(runs.values()) for th in every_form(run, f"R{i}_")]
     qwen = json.loads((ROOT / "artifacts" / "coverage" / "qwen3-int8" / "run.json").read_text())
     theorems += every_form(qwen, "Q_")
+    theorems += box_theorems(runs)
     lemmas = set()
     for th in theorems:
         lemma = th.lean_proof.split(" ", 1)[0]
@@ -299,8 +325,12 @@ def test_each_lean_statement_is_its_lemma_instantiated(runs):
         for p, c in zip(params, th.constants):
             concl = re.sub(rf"(?<![\w']){p}(?![\w'])", c.lean.replace("\\", r"\\"), concl)
         assert _squash(concl) == _squash(th.lean_statement), th.theorem
-        assert th.lean_proof.startswith(f"{lemma} {' '.join(c.lean for c in th.constants)} ")
+        applied = f"{lemma} {' '.join(c.lean for c in th.constants)}"
+        if th.form == "boxsup":  # no side condition: the lemma applied to the level B is the whole proof
+            assert th.lean_proof == applied, th.lean_proof
+        else:
+            assert th.lean_proof.startswith(applied + " ")
         lemmas.add(lemma)
     assert lemmas == {"centred_banded_claim", "centred_latent_claim", "centred_sink_claim", "centred_claim",
                       "eform_banded_claim", "eform_latent_claim", "eform_sink_claim", "eform_claim",
-                      "plain_banded_claim", "plain_sink_claim", "plain_claim"}
+                      "plain_banded_claim", "plain_sink_claim", "plain_claim", "box_banded_claim"}

@@ -77,7 +77,10 @@ class LeanSide:
     """One numeric side condition of a Lean proof, as the exact rational goal ``norm_num`` closes.
 
     ``kind``: ``tanh`` (``((N/(N-t))^N - 1)/((N/(N-t))^N + 1) <= B`` with ``t = C``), ``plain``
-    (``((N/(N-t))^N - 1)/2 <= B`` with ``t = 2E``) or ``eform`` (``X + X^2/2 <= B``, ``n = 0``).
+    (``((N/(N-t))^N - 1)/2 <= B`` with ``t = 2E``), ``eform`` (``X + X^2/2 <= B``, ``n = 0``) or
+    ``boxsup`` (no goal: the box theorem's proof is the library lemma applied to ``B``, whose
+    measured hypothesis is the certificate at level ``B`` itself; ``t = 0``, ``n = 0``).
+    ``evict`` marks a theorem stated in Coq only (no Lean proof, no goal).
     """
 
     kind: str
@@ -93,8 +96,9 @@ class ClaimTheorem:
     ``shape``: ``banded`` (dense KV, hypothesis on query and key-residual band norms), ``latent``
     (MLA, hypothesis on the latent meter's radius), ``sink`` (score level plus a sink column) or
     ``score`` (score level: the measured radius bounds the score error by the memory class's
-    bridge, a library theorem the per-run statement does not restate), or ``evict`` (dense KV
-    under an eviction codec: full vs pruned attention, :func:`evict_theorem`).
+    bridge, a library theorem the per-run statement does not restate), ``evict`` (dense KV
+    under an eviction codec: full vs pruned attention, :func:`evict_theorem`) or ``boxsup``
+    (dense KV, the box bound: banded radii and a box certificate, :func:`boxsup_theorem`).
 
     A theorem with an empty ``lean_statement`` is stated in Coq only (no Lean library lemma
     states it yet; :attr:`has_lean`): the Lean file leaves it out and its Lean status is unchecked.
@@ -103,7 +107,7 @@ class ClaimTheorem:
     claim_id: str
     theorem: str
     form: str
-    shape: str  # "banded", "latent", "score", "sink" or "evict"
+    shape: str  # "banded", "latent", "score", "sink", "evict" or "boxsup"
     statement: str
     proof: str
     constants: tuple[Constant, ...]
@@ -190,7 +194,13 @@ def exp_upper_exact(n: int, t: Fraction) -> Fraction:
 
 
 def lean_side_condition(side: LeanSide) -> bool:
-    """Whether the numeric goal a Lean proof leaves to ``norm_num`` is true (exact arithmetic)."""
+    """Whether the numeric goal a Lean proof leaves to ``norm_num`` is true (exact arithmetic).
+
+    ``boxsup`` proofs leave no goal (``box_banded_claim`` applied to ``B``), so there is nothing
+    to decide: true.
+    """
+    if side.kind == "boxsup":
+        return True
     if side.kind == "eform":
         return side.t >= 0 and side.t + side.t * side.t / 2 <= side.bound
     if not (0 <= side.t < side.n):
@@ -422,8 +432,10 @@ def boxsup_theorem(claim_id: str, bound_units: int) -> ClaimTheorem:
     ``r`` admit a box certificate at level ``B`` (a grid bracketing ``1/Z`` whose ``box_psi`` values
     are at most ``B``, or a radius ``C >= r_t`` with ``tanh(C/2) <= B``) then ``TV <= B``. The
     measured hypothesis is the certificate itself: the meter exhibits one for every read row
-    (:data:`BOXSUP_MEASURED`). No numeric side condition: ``B`` is the certificate's level.
-    Stated in Coq only (``lean_statement`` empty): no Lean library lemma mirrors ``BoxSup.v`` yet.
+    (:data:`BOXSUP_MEASURED`). No numeric side condition: ``B`` is the certificate's level, so
+    both proofs apply the library lemma to ``B`` and nothing else (Lean: the mirror
+    ``WitprobeAnalytic.box_banded_claim`` of ``analytic/WitprobeAnalytic/BoxSup.lean``, whose
+    conclusion with ``B`` substituted *is* the Lean statement).
     """
     name = theorem_name(claim_id)
     b = Constant("B", bound_units, f"claimed bound of {claim_id} (the layer's box bound, rounded up)")
@@ -432,8 +444,16 @@ def boxsup_theorem(claim_id: str, bound_units: int) -> ClaimTheorem:
             f"(forall t, (t < n)%nat -> {_BANDED_RADIUS} <= r t) ->\n  "
             f"box_certificate n (softmax n (fun t => scale * bdot nb w q (k' t))) r {b.coq} ->\n  "
             f"{_BANDED_TV} <= {b.coq}")
+    lstmt = (_L_BANDED_BINDERS.replace(",\n      ", "\n        (r : ℕ → ℝ),\n      ")
+             + f"0 < n →{_NL}0 ≤ scale →{_NL}"
+             f"(∀ t, t < n → {_BANDED_RADIUS} ≤ r t) →{_NL}"
+             f"box_certificate n (softmax n (fun t => scale * bdot nb w q (k' t))) r {b.lean} →{_NL}"
+             f"{_L_BANDED_TV} ≤ {b.lean}")
     proof = "intros n nb w scale q k k' r Hn Hs Hr Hc. exact (box_banded_claim _ n nb w scale q k k' r Hn Hs Hr Hc)."
+    lproof = f"box_banded_claim {b.lean}"
     proved = ("Witprobe.BoxSup.box_banded_claim", "Witprobe.BoxSup.tv_le_box", "Witprobe.BoxSup.tv_lambda_split",
               "Witprobe.BoxSup.box_psi_convex_max", "Witprobe.ScoreBridge.score_bridge_banded")
+    lproved = ("WitprobeAnalytic.box_banded_claim", "WitprobeAnalytic.tv_le_box", "WitprobeAnalytic.tv_lambda_split",
+               "WitprobeAnalytic.box_psi_convex_max", "WitprobeAnalytic.score_bridge_banded")
     return ClaimTheorem(claim_id, name, "boxsup", "boxsup", stmt, proof, (b,), (BOXSUP_MEASURED,), proved,
-                        "", "", (), LeanSide("boxsup", Fraction(0), b.value))
+                        lstmt, lproof, lproved, LeanSide("boxsup", Fraction(0), b.value))
