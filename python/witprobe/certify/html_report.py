@@ -497,7 +497,7 @@ def plot_bounds(claims: tuple[ClaimRow, ...], quantity: str = "TV") -> str:
     if any(c.vacuous for c in claims):
         items.append(("ring", COLOURS["vacuous"], "bound (vacuous)"))
     if any(c.runner_up for c in claims):
-        items.append(("diamond", COLOURS["runner_up"], "runner-up form (not claimed)"))
+        items.append(("diamond", COLOURS["runner_up"], "runner-up form"))
     items.append(("dot", COLOURS["realized"], "realized max"))
     return ax.svg(parts + ax.legend(items), f"{quantity} bound and realized {quantity} per layer")
 
@@ -523,7 +523,7 @@ def plot_tightness(claims: tuple[ClaimRow, ...]) -> str:
     if any(c.vacuous and c.tightness for c in claims):
         items.append(("square", COLOURS["vacuous"], "claim (vacuous)"))
     if box:
-        items.append(("diamond", COLOURS["runner_up"], "runner-up form (not claimed)"))
+        items.append(("diamond", COLOURS["runner_up"], "runner-up form"))
     return ax.svg(parts + ax.legend(items), "tightness ratio per layer")
 
 
