@@ -44,8 +44,6 @@ def test_verdict_cell_never_prints_a_bare_pass_beside_a_divergence():
     assert cell("fail", {"status": DIVERGED}) == "fail"
 
 
-@pytest.mark.xfail(strict=True, reason="bench/results/codecs_cpu.json predates the eviction and quanto codecs and the "
-                   "float64 witness byte count; regenerate it (scripts/regenerate.py step 'codecs'), then drop this mark")
 def test_the_committed_bench_covers_every_codec_with_no_bound_beaten():
     record = json.loads(RESULT.read_text())
     rows = {r["codec"]: r for r in record["codecs"]}

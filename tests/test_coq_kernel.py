@@ -6,6 +6,7 @@ developer machine without Coq; under CI (``CI`` set) a missing Coq is a failure,
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import math
@@ -77,7 +78,7 @@ def test_a_library_with_admitted_is_refused(tmp_path):
 
 def test_smollm2_claim_theorems_are_kernel_checked_within_the_allowlist(library, smollm2_run):
     deriv = derive(smollm2_run)
-    assert len(deriv.theorems) == 30 and {t.shape for t in deriv.theorems} == {"banded"}
+    assert len(deriv.theorems) == 30 and {t.shape for t in deriv.theorems} == {"boxsup"}  # the box is tightest
     text = render_coq(deriv.theorems, "0" * 64)
     statuses = coq_runner.check_theorems(COQC, library, lambda sub: render_coq([t for t in deriv.theorems if t.theorem in sub], "0" * 64),
                                          [t.theorem for t in deriv.theorems])
@@ -102,8 +103,11 @@ def test_every_form_and_shape_the_renderer_emits_is_kernel_checked(library):
         run = json.loads((ROOT / "artifacts" / "coverage" / name / "run.json").read_text())
         for t in every_form(run, f"R{i}_"):
             first.setdefault((t.form, t.shape), t)
+        for t in derive(run).theorems:  # the box claims derivation makes (dense and latent KV)
+            if t.form == "boxsup":
+                first.setdefault((t.form, t.shape), dataclasses.replace(t, theorem=f"R{i}_{t.theorem}_box"))
     assert set(first) == {(f, s) for f in ("centred", "eform") for s in ("banded", "latent", "sink", "score")} | {
-        ("plain", "banded"), ("plain", "sink"), ("plain", "score")}
+        ("plain", "banded"), ("plain", "sink"), ("plain", "score"), ("boxsup", "boxsup"), ("boxsup", "boxsup_latent")}
     sel = list(first.values())
     statuses = coq_runner.check_theorems(
         COQC, library, lambda sub: render_coq([t for t in sel if t.theorem in sub], "e" * 64), [t.theorem for t in sel])
@@ -119,9 +123,20 @@ def _lowered(th, units: int):
     return dataclasses.replace(th, statement=stmt, constants=th.constants[:-1] + (new_b,))
 
 
+def _without_box(run: dict) -> dict:
+    """The run as ``certify run --box-sup off`` records it: every claim is a chain form (centred here)."""
+    run = copy.deepcopy(run)
+    run["config"]["box_sup"] = False
+    for layer in run["layers"]:
+        for k in [k for k in layer["read"] if "boxsup" in k]:
+            del layer["read"][k]
+    return run
+
+
 def test_a_bound_lowered_below_its_true_value_is_rejected_and_not_certified(library, smollm2_run, monkeypatch):
-    deriv = derive(smollm2_run)
+    deriv = derive(_without_box(smollm2_run))
     victim = deriv.theorems[7]
+    assert victim.form == "centred"
     c = rounding.from_units(victim.constants[0].units)
     true_value = math.tanh(float(c) / 2)  # the supremum for radius C (sharp, two keys)
     lowered = _lowered(victim, int(true_value * rounding.UNIT * (1 - 1e-6)))
@@ -188,13 +203,13 @@ def test_check_names_a_theorem_the_kernel_rejects_here(tmp_path, smollm2_run, ca
     write_run_dir(smollm2_run, out, "off", coq_mode="off")
     import witprobe.certify.derive as derive_mod
 
-    real = derive_mod.claim_theorem
+    real = derive_mod.boxsup_theorem  # every SmolLM2 claim is a box claim
 
-    def lowered(claim_id, form, mclass, ev, q_units=0):
-        th = real(claim_id, form, mclass, ev, q_units)
+    def lowered(claim_id, bound_units, shape="banded"):
+        th = real(claim_id, bound_units, shape)
         return _lowered(th, 1) if claim_id == "L02.attn_tv" else th
 
-    monkeypatch.setattr(derive_mod, "claim_theorem", lowered)
+    monkeypatch.setattr(derive_mod, "boxsup_theorem", lowered)
     monkeypatch.setattr(coq_runner, "MAX_ROUNDS", 1)
     cert = json.loads((out / "certificate.json").read_text())
     cert["kernels"]["coq"]["mode"] = "auto"

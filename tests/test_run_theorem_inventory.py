@@ -174,8 +174,8 @@ def runs():
 
 
 def box_theorems(runs: dict) -> list:
-    """The box-form theorems ``derive`` states for the runs (``boxsup_theorem``: dense KV layers
-    whose box bound is the tightest), renamed ``R<i>_<theorem>_boxsup`` to share one file."""
+    """The box-form theorems ``derive`` states for the runs (``boxsup_theorem``: dense and latent KV
+    layers whose box bound is the tightest), renamed ``R<i>_<theorem>_boxsup`` to share one file."""
     out = [dataclasses.replace(th, theorem=f"R{i}_{th.theorem}_boxsup")
            for i, run in enumerate(runs.values()) for th in derive_mod.derive(run).theorems if th.form == "boxsup"]
     assert out, "no run states a box-form theorem"
@@ -204,7 +204,7 @@ def test_every_shape_and_form_corresponds(runs):
     kinds = {(t.form, t.shape) for t in theorems}
     assert kinds >= {("centred", "banded"), ("centred", "latent"), ("centred", "sink"), ("centred", "score"),
                      ("eform", "banded"), ("eform", "latent"), ("eform", "sink"), ("eform", "score"),
-                     ("plain", "sink"), ("plain", "score"), ("boxsup", "boxsup")}, kinds
+                     ("plain", "sink"), ("plain", "score"), ("boxsup", "boxsup"), ("boxsup", "boxsup_latent")}, kinds
     sha = "a" * 64
     coq_text, lean_text = render_coq(theorems, sha), render_lean_real(theorems, sha)
     assert inventory_differences(coq_text, lean_text) == []
@@ -231,7 +231,8 @@ def test_every_lean_numeric_side_condition_is_true(runs):
         if th.lean_side.kind in ("tanh", "plain"):
             assert f"_of_expUpper {th.lean_side.n} " in th.lean_proof
         elif th.lean_side.kind == "boxsup":  # no goal is left: the lemma applied to the level B is the proof
-            assert th.lean_proof == f"box_banded_claim {th.constants[-1].lean}", th.lean_proof
+            lemma = "box_latent_claim" if th.shape == "boxsup_latent" else "box_banded_claim"
+            assert th.lean_proof == f"{lemma} {th.constants[-1].lean}", th.lean_proof
     centred = next(t for t in theorems if t.form == "centred")
     c = centred.lean_side
     low = type(c)(c.kind, c.t, rounding.from_units(int(math.tanh(float(c.t) / 2) * rounding.UNIT * (1 - 1e-6))), c.n)
@@ -333,4 +334,4 @@ def test_each_lean_statement_is_its_lemma_instantiated(runs):
         lemmas.add(lemma)
     assert lemmas == {"centred_banded_claim", "centred_latent_claim", "centred_sink_claim", "centred_claim",
                       "eform_banded_claim", "eform_latent_claim", "eform_sink_claim", "eform_claim",
-                      "plain_banded_claim", "plain_sink_claim", "plain_claim", "box_banded_claim"}
+                      "plain_banded_claim", "plain_sink_claim", "plain_claim", "box_banded_claim", "box_latent_claim"}

@@ -1,5 +1,6 @@
 import WitprobeAnalytic.Claims
 import WitprobeAnalytic.LatentBridge
+import WitprobeAnalytic.BoxSup
 
 /-!
 # Per-claim lemmas for latent (MLA) caches (mirror of `coq/Witprobe/ClaimsLatent.v`)
@@ -9,7 +10,8 @@ is stated on the latent meter's radius `latent_witness`. Coq declares `lscores`,
 `latent_radius` inside a `Section` over `dn nbc nbr wc wr scale W qn qr`; here those are explicit
 leading parameters, in the same order (Coq's section discharge gives the same signature).
 
-Main results: `centred_latent_claim`, `eform_latent_claim`.
+Main results: `centred_latent_claim`, `eform_latent_claim`, `box_latent_claim` (the box form,
+`BoxSup.tv_le_box`, on latent radii).
 -/
 
 namespace WitprobeAnalytic
@@ -54,5 +56,18 @@ theorem eform_latent_claim (X B : ℝ) (hX : 0 ≤ X) (hB : X + X * X / 2 ≤ B)
     eform_claim X B hX hB n (lscores dn nbc nbr wc wr scale W qn qr c kr)
       (lscores dn nbc nbr wc wr scale W qn qr c' kr') (lradius dn nbc nbr wc wr scale W qn qr c c' kr kr') hn
       (fun t _ => latent_radius dn nbc nbr wc wr scale W qn qr c c' kr kr' t hs) hM
+
+theorem box_latent_claim (B : ℝ) :
+    ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
+      (c c' kr kr' : ℕ → ℕ → ℝ) (r : ℕ → ℝ),
+      0 < n →
+      0 ≤ scale →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r B →
+      tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ B :=
+  fun n dn nbc nbr wc wr scale W qn qr c c' kr kr' r hn hs hr hc =>
+    tv_le_box n (lscores dn nbc nbr wc wr scale W qn qr c kr) (lscores dn nbc nbr wc wr scale W qn qr c' kr') r B hn
+      (fun t ht => le_trans (latent_radius dn nbc nbr wc wr scale W qn qr c c' kr kr' t hs) (hr t ht)) hc
 
 end WitprobeAnalytic

@@ -9,13 +9,15 @@
 
     Main results:
     - [centred_latent_claim]: [c_t <= C] for every key and [tanh (C/2) <= B] give [TV <= B];
-    - [eform_latent_claim]: [E_{p'}[e^{c_t}] <= 1 + X] and [X + X^2/2 <= B] give [TV <= B].
+    - [eform_latent_claim]: [E_{p'}[e^{c_t}] <= 1 + X] and [X + X^2/2 <= B] give [TV <= B];
+    - [box_latent_claim]: radii [r_t >= c_t] and a [BoxSup.box_certificate] at level [B] for the
+      served distribution and [r] give [TV <= B] (the box form on a latent layer).
 
     [LatentBridge.latent_bridge_needs_effective_query] is the counterexample that shows why the
     bridge goes through [u] and not [||qn||]. *)
 
 From Coq Require Import Reals Lra Lia.
-From Witprobe Require Import Sum Softmax SoftmaxTV ScoreBridge LatentBridge Claims.
+From Witprobe Require Import Sum Softmax SoftmaxTV ScoreBridge LatentBridge Claims BoxSup.
 Open Scope R_scope.
 
 Section Latent.
@@ -62,4 +64,18 @@ Proof.
   intros HX HB n dn nbc nbr wc wr scale W qn qr c c' kr kr' Hn Hs HM.
   apply (eform_claim X B HX HB n _ _ (lradius dn nbc nbr wc wr scale W qn qr c c' kr kr') Hn); [|exact HM].
   intros t _. apply latent_radius. exact Hs.
+Qed.
+
+Lemma box_latent_claim (B : R) :
+  forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
+         (c c' kr kr' : nat -> nat -> R) (r : nat -> R),
+  (0 < n)%nat -> 0 <= scale ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r B ->
+  tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
+       (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= B.
+Proof.
+  intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc.
+  apply (tv_le_box n _ _ r B Hn); [| exact Hc].
+  intros t Ht. eapply Rle_trans; [apply latent_radius; exact Hs | apply Hr; exact Ht].
 Qed.

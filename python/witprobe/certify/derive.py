@@ -278,7 +278,7 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
             attn = Claim(cid, idx, ATTN_TV, best.form, best.bound, False, meet(reg_tier, Tier.CERTIFIED),
                          realized, forms, memory_class=mclass)
             if best.form == BOXSUP:
-                theorems.append(boxsup_theorem(cid, rounding.to_units_up(best.bound)))
+                theorems.append(boxsup_theorem(cid, rounding.to_units_up(best.bound), kind.theorem_shape))
             else:
                 theorems.append(claim_theorem(cid, best.form, mclass, evals[best.form],
                                               rounding.to_units_up(inp.q_coef)))
@@ -358,11 +358,13 @@ def _composed_tv(attn: Claim, evict: Claim) -> Claim:
 
 
 BOXSUP = "boxsup"
-BOXSUP_SHAPES = ("banded",)
-"""Theorem shapes whose box theorem is in the library (``coq/Witprobe/BoxSup.v``, ``box_banded_claim``)."""
-BOXSUP_PROOFS = ("Witprobe.BoxSup.box_banded_claim", "Witprobe.BoxSup.tv_le_box")
+BOXSUP_SHAPES = ("banded", "latent")
+"""Theorem shapes whose box theorem is in the library (``BoxSup.box_banded_claim``,
+``ClaimsLatent.box_latent_claim``); DeepSeek-V4's sink and score shapes have none yet."""
+BOXSUP_PROOFS = ("Witprobe.BoxSup.tv_le_box",)
 BOXSUP_NO_THEOREM = ("no library theorem states the box bound for this memory kind's score bridge yet "
-                     "(coq/Witprobe/BoxSup.v covers dense KV): reported beside the certified forms, never claimed")
+                     "(the box theorems cover dense KV and latent KV): reported beside the certified forms, "
+                     "never claimed")
 CLAIM_ORDER = FORMS + (BOXSUP,)
 
 

@@ -424,36 +424,53 @@ BOXSUP_MEASURED = ("B: max over read rows of the box meter's bound (witprobe.pro
                    "2^-30 and pooled up to their radius bucket's maximum")
 
 
-def boxsup_theorem(claim_id: str, bound_units: int) -> ClaimTheorem:
-    """The theorem of a box-form claim (``coq/Witprobe/BoxSup.v``, ``box_banded_claim``), dense KV.
+def boxsup_theorem(claim_id: str, bound_units: int, shape: str = "banded") -> ClaimTheorem:
+    """The theorem of a box-form claim: dense KV (``shape`` ``banded``: ``coq/Witprobe/BoxSup.v``,
+    ``box_banded_claim``) or a latent (MLA) layer (``latent``: ``ClaimsLatent.box_latent_claim``).
 
-    For every query ``q``, exact and served keys ``k, k'`` split into ``nb`` bands, ``scale >= 0``
-    and radii ``r`` above the banded witness product of every key: if the served distribution and
-    ``r`` admit a box certificate at level ``B`` (a grid bracketing ``1/Z`` whose ``box_psi`` values
-    are at most ``B``, or a radius ``C >= r_t`` with ``tanh(C/2) <= B``) then ``TV <= B``. The
-    measured hypothesis is the certificate itself: the meter exhibits one for every read row
-    (:data:`BOXSUP_MEASURED`). No numeric side condition: ``B`` is the certificate's level, so
-    both proofs apply the library lemma to ``B`` and nothing else (Lean: the mirror
-    ``WitprobeAnalytic.box_banded_claim`` of ``analytic/WitprobeAnalytic/BoxSup.lean``, whose
-    conclusion with ``B`` substituted *is* the Lean statement).
+    For every query, exact and served keys (banded, or latent plus RoPE), ``scale >= 0`` and radii
+    ``r`` above the meter's per-key radius (the banded witness product, or ``lradius``): if the
+    served distribution and ``r`` admit a box certificate at level ``B`` (a grid bracketing ``1/Z``
+    whose ``box_psi`` values are at most ``B``, or a radius ``C >= r_t`` with ``tanh(C/2) <= B``)
+    then ``TV <= B``. The measured hypothesis is the certificate itself: the meter exhibits one for
+    every read row (:data:`BOXSUP_MEASURED`). No numeric side condition: ``B`` is the certificate's
+    level, so both proofs apply the library lemma to ``B`` and nothing else (Lean: the mirrors in
+    ``analytic/WitprobeAnalytic/BoxSup.lean`` and ``ClaimsLatent.lean``, whose conclusion with
+    ``B`` substituted *is* the Lean statement). The theorem's shape is ``boxsup`` or
+    ``boxsup_latent``.
     """
     name = theorem_name(claim_id)
     b = Constant("B", bound_units, f"claimed bound of {claim_id} (the layer's box bound, rounded up)")
-    stmt = (_BANDED_BINDERS.replace(",\n  ", "\n         (r : nat -> R),\n  ")
+    if shape == "banded":
+        binders, lbinders = _BANDED_BINDERS, _L_BANDED_BINDERS
+        radius, served, tv, ltv = _BANDED_RADIUS, "(fun t => scale * bdot nb w q (k' t))", _BANDED_TV, _L_BANDED_TV
+        args = "n nb w scale q k k' r"
+        lemma, bridge, out_shape = "box_banded_claim", "Witprobe.ScoreBridge.score_bridge_banded", "boxsup"
+        module = "BoxSup"
+    elif shape == "latent":
+        binders, lbinders = _LATENT_BINDERS, _L_LATENT_BINDERS
+        radius = f"lradius {_LATENT_ARGS} c c' kr kr' t"
+        served, tv, ltv = f"(lscores {_LATENT_ARGS} c' kr')", _LATENT_TV, _L_LATENT_TV
+        args = "n dn nbc nbr wc wr scale W qn qr c c' kr kr' r"
+        lemma, bridge, out_shape = ("box_latent_claim", "Witprobe.LatentBridge.latent_score_bridge_banded",
+                                    "boxsup_latent")
+        module = "ClaimsLatent"
+    else:
+        raise ClaimTheoremError(f"{claim_id}: no box theorem for shape {shape!r}")
+    stmt = (binders.replace(",\n  ", "\n         (r : nat -> R),\n  ")
             + "(0 < n)%nat ->\n  0 <= scale ->\n  "
-            f"(forall t, (t < n)%nat -> {_BANDED_RADIUS} <= r t) ->\n  "
-            f"box_certificate n (softmax n (fun t => scale * bdot nb w q (k' t))) r {b.coq} ->\n  "
-            f"{_BANDED_TV} <= {b.coq}")
-    lstmt = (_L_BANDED_BINDERS.replace(",\n      ", "\n        (r : ℕ → ℝ),\n      ")
+            f"(forall t, (t < n)%nat -> {radius} <= r t) ->\n  "
+            f"box_certificate n (softmax n {served}) r {b.coq} ->\n  "
+            f"{tv} <= {b.coq}")
+    lstmt = (lbinders.replace(",\n      ", "\n        (r : ℕ → ℝ),\n      ")
              + f"0 < n →{_NL}0 ≤ scale →{_NL}"
-             f"(∀ t, t < n → {_BANDED_RADIUS} ≤ r t) →{_NL}"
-             f"box_certificate n (softmax n (fun t => scale * bdot nb w q (k' t))) r {b.lean} →{_NL}"
-             f"{_L_BANDED_TV} ≤ {b.lean}")
-    proof = "intros n nb w scale q k k' r Hn Hs Hr Hc. exact (box_banded_claim _ n nb w scale q k k' r Hn Hs Hr Hc)."
-    lproof = f"box_banded_claim {b.lean}"
-    proved = ("Witprobe.BoxSup.box_banded_claim", "Witprobe.BoxSup.tv_le_box", "Witprobe.BoxSup.tv_lambda_split",
-              "Witprobe.BoxSup.box_psi_convex_max", "Witprobe.ScoreBridge.score_bridge_banded")
-    lproved = ("WitprobeAnalytic.box_banded_claim", "WitprobeAnalytic.tv_le_box", "WitprobeAnalytic.tv_lambda_split",
-               "WitprobeAnalytic.box_psi_convex_max", "WitprobeAnalytic.score_bridge_banded")
-    return ClaimTheorem(claim_id, name, "boxsup", "boxsup", stmt, proof, (b,), (BOXSUP_MEASURED,), proved,
+             f"(∀ t, t < n → {radius} ≤ r t) →{_NL}"
+             f"box_certificate n (softmax n {served}) r {b.lean} →{_NL}"
+             f"{ltv} ≤ {b.lean}")
+    proof = f"intros {args} Hn Hs Hr Hc. exact ({lemma} _ {args} Hn Hs Hr Hc)."
+    lproof = f"{lemma} {b.lean}"
+    proved = (f"Witprobe.{module}.{lemma}", "Witprobe.BoxSup.tv_le_box", "Witprobe.BoxSup.tv_lambda_split",
+              "Witprobe.BoxSup.box_psi_convex_max", bridge)
+    lproved = tuple("WitprobeAnalytic." + p.rsplit(".", 1)[1] for p in proved)
+    return ClaimTheorem(claim_id, name, "boxsup", out_shape, stmt, proof, (b,), (BOXSUP_MEASURED,), proved,
                         lstmt, lproof, lproved, LeanSide("boxsup", Fraction(0), b.value))

@@ -50,6 +50,7 @@ SHAPE_IMPORTS: dict[str, tuple[str, ...]] = {
     "latent": ("LatentBridge", "ClaimsLatent"),
     "evict": ("ScoreBridge", "Selection", "Eviction"),
     "boxsup": ("ScoreBridge", "ClaimsBanded", "BoxSup"),
+    "boxsup_latent": ("LatentBridge", "ClaimsLatent", "BoxSup"),
     "sink": (),
     "score": (),
 }
