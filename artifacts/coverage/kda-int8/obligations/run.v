@@ -6,20 +6,23 @@
    The proofs apply the witprobe Coq library (coq/Witprobe), built in the same check. *)
 From Coq Require Import Reals Lra.
 From Interval Require Import Tactic.
-From Witprobe Require Import Sum Softmax SoftmaxTV Claims LatentBridge ClaimsLatent.
+From Witprobe Require Import Sum Softmax SoftmaxTV Claims LatentBridge ClaimsLatent BoxSup.
 Open Scope R_scope.
 
 Module Run_7b6f6aa137df70b7.
 
-(* claim L03.attn_tv: centred form; C = (5894368718356 / 281474976710656); B = (2947106794931 / 281474976710656) *)
+(* claim L03.attn_tv: boxsup form; B = (2472675113261 / 281474976710656) *)
 Theorem L03_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (5894368718356 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (2472675113261 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (2947106794931 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (2472675113261 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
 (* every theorem of this run, for one audit of the assumptions *)
 Definition run_claims := conj L03_attn_tv I.

@@ -13,18 +13,19 @@ namespace Run_7b6f6aa137df70b7
 
 open WitprobeAnalytic
 
--- claim L03.attn_tv: centred form; C = 5894368718356 / 281474976710656; B = 2947106794931 / 281474976710656
+-- claim L03.attn_tv: boxsup form; B = 2472675113261 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L03_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((5894368718356 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((2472675113261 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((2947106794931 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((5894368718356 : ℝ) / 281474976710656) ((2947106794931 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((5894368718356 : ℝ) / 281474976710656) ((2947106794931 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((2472675113261 : ℝ) / 281474976710656) :=
+  box_latent_claim ((2472675113261 : ℝ) / 281474976710656)
 
 end Run_7b6f6aa137df70b7
 

@@ -13,44 +13,47 @@ namespace Run_406bad98228a3492
 
 open WitprobeAnalytic
 
--- claim L00.attn_tv: centred form; C = 3397601331900 / 281474976710656; B = 1698790051982 / 281474976710656
+-- claim L00.attn_tv: boxsup form; B = 1301404284509 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L00_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((3397601331900 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((1301404284509 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((1698790051982 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((3397601331900 : ℝ) / 281474976710656) ((1698790051982 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((3397601331900 : ℝ) / 281474976710656) ((1698790051982 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((1301404284509 : ℝ) / 281474976710656) :=
+  box_latent_claim ((1301404284509 : ℝ) / 281474976710656)
 
--- claim L01.attn_tv: centred form; C = 3411036038101 / 281474976710656; B = 1705507238772 / 281474976710656
+-- claim L01.attn_tv: boxsup form; B = 1504250189703 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L01_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((3411036038101 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((1504250189703 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((1705507238772 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((3411036038101 : ℝ) / 281474976710656) ((1705507238772 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((3411036038101 : ℝ) / 281474976710656) ((1705507238772 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((1504250189703 : ℝ) / 281474976710656) :=
+  box_latent_claim ((1504250189703 : ℝ) / 281474976710656)
 
--- claim L02.attn_tv: centred form; C = 3034590879565 / 281474976710656; B = 1517288730734 / 281474976710656
+-- claim L02.attn_tv: boxsup form; B = 1291910453534 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L02_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((3034590879565 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((1291910453534 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((1517288730734 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((3034590879565 : ℝ) / 281474976710656) ((1517288730734 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((3034590879565 : ℝ) / 281474976710656) ((1517288730734 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((1291910453534 : ℝ) / 281474976710656) :=
+  box_latent_claim ((1291910453534 : ℝ) / 281474976710656)
 
 end Run_406bad98228a3492
 

@@ -6,40 +6,49 @@
    The proofs apply the witprobe Coq library (coq/Witprobe), built in the same check. *)
 From Coq Require Import Reals Lra.
 From Interval Require Import Tactic.
-From Witprobe Require Import Sum Softmax SoftmaxTV Claims LatentBridge ClaimsLatent.
+From Witprobe Require Import Sum Softmax SoftmaxTV Claims LatentBridge ClaimsLatent BoxSup.
 Open Scope R_scope.
 
 Module Run_632366c1b9929801.
 
-(* claim L00.attn_tv: centred form; C = (4143839931541 / 281474976710656); B = (2071897438509 / 281474976710656) *)
+(* claim L00.attn_tv: boxsup form; B = (1477055977644 / 281474976710656) *)
 Theorem L00_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (4143839931541 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (1477055977644 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (2071897438509 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (1477055977644 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L01.attn_tv: centred form; C = (3625375805282 / 281474976710656); B = (1812674243457 / 281474976710656) *)
+(* claim L01.attn_tv: boxsup form; B = (1436587027401 / 281474976710656) *)
 Theorem L01_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (3625375805282 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (1436587027401 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (1812674243457 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (1436587027401 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L02.attn_tv: centred form; C = (3545366128309 / 281474976710656); B = (1772670530109 / 281474976710656) *)
+(* claim L02.attn_tv: boxsup form; B = (1423150745922 / 281474976710656) *)
 Theorem L02_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (3545366128309 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (1423150745922 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (1772670530109 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (1423150745922 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
 (* every theorem of this run, for one audit of the assumptions *)
 Definition run_claims := conj L00_attn_tv (conj L01_attn_tv (conj L02_attn_tv I)).

@@ -13,44 +13,47 @@ namespace Run_632366c1b9929801
 
 open WitprobeAnalytic
 
--- claim L00.attn_tv: centred form; C = 4143839931541 / 281474976710656; B = 2071897438509 / 281474976710656
+-- claim L00.attn_tv: boxsup form; B = 1477055977644 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L00_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((4143839931541 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((1477055977644 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((2071897438509 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((4143839931541 : ℝ) / 281474976710656) ((2071897438509 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((4143839931541 : ℝ) / 281474976710656) ((2071897438509 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((1477055977644 : ℝ) / 281474976710656) :=
+  box_latent_claim ((1477055977644 : ℝ) / 281474976710656)
 
--- claim L01.attn_tv: centred form; C = 3625375805282 / 281474976710656; B = 1812674243457 / 281474976710656
+-- claim L01.attn_tv: boxsup form; B = 1436587027401 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L01_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((3625375805282 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((1436587027401 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((1812674243457 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((3625375805282 : ℝ) / 281474976710656) ((1812674243457 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((3625375805282 : ℝ) / 281474976710656) ((1812674243457 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((1436587027401 : ℝ) / 281474976710656) :=
+  box_latent_claim ((1436587027401 : ℝ) / 281474976710656)
 
--- claim L02.attn_tv: centred form; C = 3545366128309 / 281474976710656; B = 1772670530109 / 281474976710656
+-- claim L02.attn_tv: boxsup form; B = 1423150745922 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L02_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((3545366128309 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((1423150745922 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((1772670530109 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((3545366128309 : ℝ) / 281474976710656) ((1772670530109 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((3545366128309 : ℝ) / 281474976710656) ((1772670530109 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((1423150745922 : ℝ) / 281474976710656) :=
+  box_latent_claim ((1423150745922 : ℝ) / 281474976710656)
 
 end Run_632366c1b9929801
 

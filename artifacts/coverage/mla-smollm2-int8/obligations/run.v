@@ -6,310 +6,400 @@
    The proofs apply the witprobe Coq library (coq/Witprobe), built in the same check. *)
 From Coq Require Import Reals Lra.
 From Interval Require Import Tactic.
-From Witprobe Require Import Sum Softmax SoftmaxTV Claims LatentBridge ClaimsLatent.
+From Witprobe Require Import Sum Softmax SoftmaxTV Claims LatentBridge ClaimsLatent BoxSup.
 Open Scope R_scope.
 
 Module Run_13172ef174d62621.
 
-(* claim L00.attn_tv: centred form; C = (145968437706484 / 281474976710656); B = (71408704250270 / 281474976710656) *)
+(* claim L00.attn_tv: boxsup form; B = (67351238698976 / 281474976710656) *)
 Theorem L00_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (145968437706484 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (67351238698976 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (71408704250270 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (67351238698976 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L01.attn_tv: centred form; C = (195769409076238 / 281474976710656); B = (94150334137734 / 281474976710656) *)
+(* claim L01.attn_tv: boxsup form; B = (78786296890556 / 281474976710656) *)
 Theorem L01_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (195769409076238 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (78786296890556 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (94150334137734 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (78786296890556 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L02.attn_tv: centred form; C = (174804290922646 / 281474976710656); B = (84721440835655 / 281474976710656) *)
+(* claim L02.attn_tv: boxsup form; B = (78741255291575 / 281474976710656) *)
 Theorem L02_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (174804290922646 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (78741255291575 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (84721440835655 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (78741255291575 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L03.attn_tv: centred form; C = (197662235274365 / 281474976710656); B = (94990485031846 / 281474976710656) *)
+(* claim L03.attn_tv: boxsup form; B = (62740823064198 / 281474976710656) *)
 Theorem L03_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (197662235274365 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (62740823064198 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (94990485031846 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (62740823064198 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L04.attn_tv: centred form; C = (184509586631382 / 281474976710656); B = (89113969337503 / 281474976710656) *)
+(* claim L04.attn_tv: boxsup form; B = (70642760238291 / 281474976710656) *)
 Theorem L04_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (184509586631382 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (70642760238291 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (89113969337503 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (70642760238291 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L05.attn_tv: centred form; C = (240940427280024 / 281474976710656); B = (113658227240747 / 281474976710656) *)
+(* claim L05.attn_tv: boxsup form; B = (72077395111005 / 281474976710656) *)
 Theorem L05_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (240940427280024 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (72077395111005 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (113658227240747 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (72077395111005 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L06.attn_tv: centred form; C = (208218075041977 / 281474976710656); B = (99640612447930 / 281474976710656) *)
+(* claim L06.attn_tv: boxsup form; B = (64747685929562 / 281474976710656) *)
 Theorem L06_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (208218075041977 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (64747685929562 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (99640612447930 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (64747685929562 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L07.attn_tv: centred form; C = (355339630056840 / 281474976710656); B = (157387447325504 / 281474976710656) *)
+(* claim L07.attn_tv: boxsup form; B = (96009549500916 / 281474976710656) *)
 Theorem L07_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (355339630056840 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (96009549500916 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (157387447325504 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (96009549500916 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L08.attn_tv: centred form; C = (254514430543757 / 281474976710656); B = (119287541811672 / 281474976710656) *)
+(* claim L08.attn_tv: boxsup form; B = (87526211891990 / 281474976710656) *)
 Theorem L08_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (254514430543757 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (87526211891990 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (119287541811672 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (87526211891990 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L09.attn_tv: centred form; C = (211134521077448 / 281474976710656); B = (100914681285545 / 281474976710656) *)
+(* claim L09.attn_tv: boxsup form; B = (82149563817876 / 281474976710656) *)
 Theorem L09_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (211134521077448 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (82149563817876 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (100914681285545 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (82149563817876 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L10.attn_tv: centred form; C = (169284508421379 / 281474976710656); B = (82202727574580 / 281474976710656) *)
+(* claim L10.attn_tv: boxsup form; B = (71713937107489 / 281474976710656) *)
 Theorem L10_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (169284508421379 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (71713937107489 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (82202727574580 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (71713937107489 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L11.attn_tv: centred form; C = (229916124951039 / 281474976710656); B = (109004832571608 / 281474976710656) *)
+(* claim L11.attn_tv: boxsup form; B = (85678884096921 / 281474976710656) *)
 Theorem L11_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (229916124951039 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (85678884096921 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (109004832571608 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (85678884096921 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L12.attn_tv: centred form; C = (174300529204948 / 281474976710656); B = (84492178742562 / 281474976710656) *)
+(* claim L12.attn_tv: boxsup form; B = (66188010462991 / 281474976710656) *)
 Theorem L12_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (174300529204948 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (66188010462991 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (84492178742562 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (66188010462991 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L13.attn_tv: centred form; C = (162625153372046 / 281474976710656); B = (79144852893354 / 281474976710656) *)
+(* claim L13.attn_tv: boxsup form; B = (77700254312325 / 281474976710656) *)
 Theorem L13_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (162625153372046 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (77700254312325 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (79144852893354 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (77700254312325 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L14.attn_tv: centred form; C = (255466266875806 / 281474976710656); B = (119678049517259 / 281474976710656) *)
+(* claim L14.attn_tv: boxsup form; B = (85271524042912 / 281474976710656) *)
 Theorem L14_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (255466266875806 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (85271524042912 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (119678049517259 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (85271524042912 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L15.attn_tv: centred form; C = (238700256974755 / 281474976710656); B = (112718485592604 / 281474976710656) *)
+(* claim L15.attn_tv: boxsup form; B = (82219367635180 / 281474976710656) *)
 Theorem L15_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (238700256974755 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (82219367635180 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (112718485592604 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (82219367635180 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L16.attn_tv: centred form; C = (172688424379912 / 281474976710656); B = (83757684961348 / 281474976710656) *)
+(* claim L16.attn_tv: boxsup form; B = (68199289715421 / 281474976710656) *)
 Theorem L16_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (172688424379912 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (68199289715421 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (83757684961348 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (68199289715421 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L17.attn_tv: centred form; C = (295683621039971 / 281474976710656); B = (135654286029678 / 281474976710656) *)
+(* claim L17.attn_tv: boxsup form; B = (100226844590160 / 281474976710656) *)
 Theorem L17_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (295683621039971 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (100226844590160 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (135654286029678 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (100226844590160 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L18.attn_tv: centred form; C = (363211356966689 / 281474976710656); B = (160074919119519 / 281474976710656) *)
+(* claim L18.attn_tv: boxsup form; B = (101642113290098 / 281474976710656) *)
 Theorem L18_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (363211356966689 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (101642113290098 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (160074919119519 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (101642113290098 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L19.attn_tv: centred form; C = (158172754661717 / 281474976710656); B = (77088987346123 / 281474976710656) *)
+(* claim L19.attn_tv: boxsup form; B = (73437957945959 / 281474976710656) *)
 Theorem L19_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (158172754661717 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (73437957945959 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (77088987346123 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (73437957945959 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L20.attn_tv: centred form; C = (271944924773881 / 281474976710656); B = (126349045636205 / 281474976710656) *)
+(* claim L20.attn_tv: boxsup form; B = (101713932368793 / 281474976710656) *)
 Theorem L20_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (271944924773881 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (101713932368793 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (126349045636205 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (101713932368793 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L21.attn_tv: centred form; C = (205429761899221 / 281474976710656); B = (98418150043546 / 281474976710656) *)
+(* claim L21.attn_tv: boxsup form; B = (89210016349854 / 281474976710656) *)
 Theorem L21_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (205429761899221 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (89210016349854 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (98418150043546 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (89210016349854 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L22.attn_tv: centred form; C = (212194013693569 / 281474976710656); B = (101376362415966 / 281474976710656) *)
+(* claim L22.attn_tv: boxsup form; B = (75737901072018 / 281474976710656) *)
 Theorem L22_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (212194013693569 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (75737901072018 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (101376362415966 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (75737901072018 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L23.attn_tv: centred form; C = (187194222273124 / 281474976710656); B = (90320689253197 / 281474976710656) *)
+(* claim L23.attn_tv: boxsup form; B = (61148380702950 / 281474976710656) *)
 Theorem L23_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (187194222273124 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (61148380702950 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (90320689253197 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (61148380702950 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L24.attn_tv: centred form; C = (157486266983285 / 281474976710656); B = (76771209411452 / 281474976710656) *)
+(* claim L24.attn_tv: boxsup form; B = (51046521202136 / 281474976710656) *)
 Theorem L24_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (157486266983285 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (51046521202136 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (76771209411452 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (51046521202136 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L25.attn_tv: centred form; C = (173942531373987 / 281474976710656); B = (84329179130842 / 281474976710656) *)
+(* claim L25.attn_tv: boxsup form; B = (64655026149543 / 281474976710656) *)
 Theorem L25_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (173942531373987 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (64655026149543 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (84329179130842 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (64655026149543 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L26.attn_tv: centred form; C = (164571788799325 / 281474976710656); B = (80040852338738 / 281474976710656) *)
+(* claim L26.attn_tv: boxsup form; B = (66293143955583 / 281474976710656) *)
 Theorem L26_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (164571788799325 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (66293143955583 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (80040852338738 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (66293143955583 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L27.attn_tv: centred form; C = (184391264076971 / 281474976710656); B = (89060700356951 / 281474976710656) *)
+(* claim L27.attn_tv: boxsup form; B = (73178592513888 / 281474976710656) *)
 Theorem L27_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (184391264076971 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (73178592513888 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (89060700356951 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (73178592513888 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L28.attn_tv: centred form; C = (158491399413942 / 281474976710656); B = (77236417454450 / 281474976710656) *)
+(* claim L28.attn_tv: boxsup form; B = (54885076191371 / 281474976710656) *)
 Theorem L28_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (158491399413942 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (54885076191371 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (77236417454450 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (54885076191371 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
-(* claim L29.attn_tv: centred form; C = (137553597790159 / 281474976710656); B = (67455436788791 / 281474976710656) *)
+(* claim L29.attn_tv: boxsup form; B = (62071186979629 / 281474976710656) *)
 Theorem L29_attn_tv :
   forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) (qn qr : nat -> R)
-         (c c' kr kr' : nat -> nat -> R),
+         (c c' kr kr' : nat -> nat -> R)
+         (r : nat -> R),
+  (0 < n)%nat ->
   0 <= scale ->
-  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= (137553597790159 / 281474976710656)) ->
+  (forall t, (t < n)%nat -> lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t <= r t) ->
+  box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r (62071186979629 / 281474976710656) ->
   tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (67455436788791 / 281474976710656).
-Proof. apply centred_latent_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+     (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) <= (62071186979629 / 281474976710656).
+Proof. intros n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc. exact (box_latent_claim _ n dn nbc nbr wc wr scale W qn qr c c' kr kr' r Hn Hs Hr Hc). Qed.
 
 (* every theorem of this run, for one audit of the assumptions *)
 Definition run_claims := conj L00_attn_tv (conj L01_attn_tv (conj L02_attn_tv (conj L03_attn_tv (conj L04_attn_tv (conj L05_attn_tv (conj L06_attn_tv (conj L07_attn_tv (conj L08_attn_tv (conj L09_attn_tv (conj L10_attn_tv (conj L11_attn_tv (conj L12_attn_tv (conj L13_attn_tv (conj L14_attn_tv (conj L15_attn_tv (conj L16_attn_tv (conj L17_attn_tv (conj L18_attn_tv (conj L19_attn_tv (conj L20_attn_tv (conj L21_attn_tv (conj L22_attn_tv (conj L23_attn_tv (conj L24_attn_tv (conj L25_attn_tv (conj L26_attn_tv (conj L27_attn_tv (conj L28_attn_tv (conj L29_attn_tv I))))))))))))))))))))))))))))).

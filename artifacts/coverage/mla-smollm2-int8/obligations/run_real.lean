@@ -13,395 +13,425 @@ namespace Run_13172ef174d62621
 
 open WitprobeAnalytic
 
--- claim L00.attn_tv: centred form; C = 145968437706484 / 281474976710656; B = 71408704250270 / 281474976710656
+-- claim L00.attn_tv: boxsup form; B = 67351238698976 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L00_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((145968437706484 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((67351238698976 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((71408704250270 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((145968437706484 : ℝ) / 281474976710656) ((71408704250270 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((145968437706484 : ℝ) / 281474976710656) ((71408704250270 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((67351238698976 : ℝ) / 281474976710656) :=
+  box_latent_claim ((67351238698976 : ℝ) / 281474976710656)
 
--- claim L01.attn_tv: centred form; C = 195769409076238 / 281474976710656; B = 94150334137734 / 281474976710656
+-- claim L01.attn_tv: boxsup form; B = 78786296890556 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L01_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((195769409076238 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((78786296890556 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((94150334137734 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((195769409076238 : ℝ) / 281474976710656) ((94150334137734 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((195769409076238 : ℝ) / 281474976710656) ((94150334137734 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((78786296890556 : ℝ) / 281474976710656) :=
+  box_latent_claim ((78786296890556 : ℝ) / 281474976710656)
 
--- claim L02.attn_tv: centred form; C = 174804290922646 / 281474976710656; B = 84721440835655 / 281474976710656
+-- claim L02.attn_tv: boxsup form; B = 78741255291575 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L02_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((174804290922646 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((78741255291575 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((84721440835655 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((174804290922646 : ℝ) / 281474976710656) ((84721440835655 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((174804290922646 : ℝ) / 281474976710656) ((84721440835655 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((78741255291575 : ℝ) / 281474976710656) :=
+  box_latent_claim ((78741255291575 : ℝ) / 281474976710656)
 
--- claim L03.attn_tv: centred form; C = 197662235274365 / 281474976710656; B = 94990485031846 / 281474976710656
+-- claim L03.attn_tv: boxsup form; B = 62740823064198 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L03_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((197662235274365 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((62740823064198 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((94990485031846 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((197662235274365 : ℝ) / 281474976710656) ((94990485031846 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((197662235274365 : ℝ) / 281474976710656) ((94990485031846 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((62740823064198 : ℝ) / 281474976710656) :=
+  box_latent_claim ((62740823064198 : ℝ) / 281474976710656)
 
--- claim L04.attn_tv: centred form; C = 184509586631382 / 281474976710656; B = 89113969337503 / 281474976710656
+-- claim L04.attn_tv: boxsup form; B = 70642760238291 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L04_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((184509586631382 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((70642760238291 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((89113969337503 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((184509586631382 : ℝ) / 281474976710656) ((89113969337503 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((184509586631382 : ℝ) / 281474976710656) ((89113969337503 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((70642760238291 : ℝ) / 281474976710656) :=
+  box_latent_claim ((70642760238291 : ℝ) / 281474976710656)
 
--- claim L05.attn_tv: centred form; C = 240940427280024 / 281474976710656; B = 113658227240747 / 281474976710656
+-- claim L05.attn_tv: boxsup form; B = 72077395111005 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L05_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((240940427280024 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((72077395111005 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((113658227240747 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((240940427280024 : ℝ) / 281474976710656) ((113658227240747 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((240940427280024 : ℝ) / 281474976710656) ((113658227240747 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((72077395111005 : ℝ) / 281474976710656) :=
+  box_latent_claim ((72077395111005 : ℝ) / 281474976710656)
 
--- claim L06.attn_tv: centred form; C = 208218075041977 / 281474976710656; B = 99640612447930 / 281474976710656
+-- claim L06.attn_tv: boxsup form; B = 64747685929562 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L06_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((208218075041977 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((64747685929562 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((99640612447930 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((208218075041977 : ℝ) / 281474976710656) ((99640612447930 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((208218075041977 : ℝ) / 281474976710656) ((99640612447930 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((64747685929562 : ℝ) / 281474976710656) :=
+  box_latent_claim ((64747685929562 : ℝ) / 281474976710656)
 
--- claim L07.attn_tv: centred form; C = 355339630056840 / 281474976710656; B = 157387447325504 / 281474976710656
+-- claim L07.attn_tv: boxsup form; B = 96009549500916 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L07_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((355339630056840 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((96009549500916 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((157387447325504 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((355339630056840 : ℝ) / 281474976710656) ((157387447325504 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((355339630056840 : ℝ) / 281474976710656) ((157387447325504 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((96009549500916 : ℝ) / 281474976710656) :=
+  box_latent_claim ((96009549500916 : ℝ) / 281474976710656)
 
--- claim L08.attn_tv: centred form; C = 254514430543757 / 281474976710656; B = 119287541811672 / 281474976710656
+-- claim L08.attn_tv: boxsup form; B = 87526211891990 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L08_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((254514430543757 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((87526211891990 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((119287541811672 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((254514430543757 : ℝ) / 281474976710656) ((119287541811672 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((254514430543757 : ℝ) / 281474976710656) ((119287541811672 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((87526211891990 : ℝ) / 281474976710656) :=
+  box_latent_claim ((87526211891990 : ℝ) / 281474976710656)
 
--- claim L09.attn_tv: centred form; C = 211134521077448 / 281474976710656; B = 100914681285545 / 281474976710656
+-- claim L09.attn_tv: boxsup form; B = 82149563817876 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L09_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((211134521077448 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((82149563817876 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((100914681285545 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((211134521077448 : ℝ) / 281474976710656) ((100914681285545 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((211134521077448 : ℝ) / 281474976710656) ((100914681285545 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((82149563817876 : ℝ) / 281474976710656) :=
+  box_latent_claim ((82149563817876 : ℝ) / 281474976710656)
 
--- claim L10.attn_tv: centred form; C = 169284508421379 / 281474976710656; B = 82202727574580 / 281474976710656
+-- claim L10.attn_tv: boxsup form; B = 71713937107489 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L10_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((169284508421379 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((71713937107489 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((82202727574580 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((169284508421379 : ℝ) / 281474976710656) ((82202727574580 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((169284508421379 : ℝ) / 281474976710656) ((82202727574580 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((71713937107489 : ℝ) / 281474976710656) :=
+  box_latent_claim ((71713937107489 : ℝ) / 281474976710656)
 
--- claim L11.attn_tv: centred form; C = 229916124951039 / 281474976710656; B = 109004832571608 / 281474976710656
+-- claim L11.attn_tv: boxsup form; B = 85678884096921 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L11_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((229916124951039 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((85678884096921 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((109004832571608 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((229916124951039 : ℝ) / 281474976710656) ((109004832571608 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((229916124951039 : ℝ) / 281474976710656) ((109004832571608 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((85678884096921 : ℝ) / 281474976710656) :=
+  box_latent_claim ((85678884096921 : ℝ) / 281474976710656)
 
--- claim L12.attn_tv: centred form; C = 174300529204948 / 281474976710656; B = 84492178742562 / 281474976710656
+-- claim L12.attn_tv: boxsup form; B = 66188010462991 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L12_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((174300529204948 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((66188010462991 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((84492178742562 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((174300529204948 : ℝ) / 281474976710656) ((84492178742562 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((174300529204948 : ℝ) / 281474976710656) ((84492178742562 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((66188010462991 : ℝ) / 281474976710656) :=
+  box_latent_claim ((66188010462991 : ℝ) / 281474976710656)
 
--- claim L13.attn_tv: centred form; C = 162625153372046 / 281474976710656; B = 79144852893354 / 281474976710656
+-- claim L13.attn_tv: boxsup form; B = 77700254312325 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L13_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((162625153372046 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((77700254312325 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((79144852893354 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((162625153372046 : ℝ) / 281474976710656) ((79144852893354 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((162625153372046 : ℝ) / 281474976710656) ((79144852893354 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((77700254312325 : ℝ) / 281474976710656) :=
+  box_latent_claim ((77700254312325 : ℝ) / 281474976710656)
 
--- claim L14.attn_tv: centred form; C = 255466266875806 / 281474976710656; B = 119678049517259 / 281474976710656
+-- claim L14.attn_tv: boxsup form; B = 85271524042912 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L14_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((255466266875806 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((85271524042912 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((119678049517259 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((255466266875806 : ℝ) / 281474976710656) ((119678049517259 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((255466266875806 : ℝ) / 281474976710656) ((119678049517259 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((85271524042912 : ℝ) / 281474976710656) :=
+  box_latent_claim ((85271524042912 : ℝ) / 281474976710656)
 
--- claim L15.attn_tv: centred form; C = 238700256974755 / 281474976710656; B = 112718485592604 / 281474976710656
+-- claim L15.attn_tv: boxsup form; B = 82219367635180 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L15_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((238700256974755 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((82219367635180 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((112718485592604 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((238700256974755 : ℝ) / 281474976710656) ((112718485592604 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((238700256974755 : ℝ) / 281474976710656) ((112718485592604 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((82219367635180 : ℝ) / 281474976710656) :=
+  box_latent_claim ((82219367635180 : ℝ) / 281474976710656)
 
--- claim L16.attn_tv: centred form; C = 172688424379912 / 281474976710656; B = 83757684961348 / 281474976710656
+-- claim L16.attn_tv: boxsup form; B = 68199289715421 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L16_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((172688424379912 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((68199289715421 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((83757684961348 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((172688424379912 : ℝ) / 281474976710656) ((83757684961348 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((172688424379912 : ℝ) / 281474976710656) ((83757684961348 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((68199289715421 : ℝ) / 281474976710656) :=
+  box_latent_claim ((68199289715421 : ℝ) / 281474976710656)
 
--- claim L17.attn_tv: centred form; C = 295683621039971 / 281474976710656; B = 135654286029678 / 281474976710656
+-- claim L17.attn_tv: boxsup form; B = 100226844590160 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L17_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((295683621039971 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((100226844590160 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((135654286029678 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((295683621039971 : ℝ) / 281474976710656) ((135654286029678 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((295683621039971 : ℝ) / 281474976710656) ((135654286029678 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((100226844590160 : ℝ) / 281474976710656) :=
+  box_latent_claim ((100226844590160 : ℝ) / 281474976710656)
 
--- claim L18.attn_tv: centred form; C = 363211356966689 / 281474976710656; B = 160074919119519 / 281474976710656
+-- claim L18.attn_tv: boxsup form; B = 101642113290098 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L18_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((363211356966689 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((101642113290098 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((160074919119519 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((363211356966689 : ℝ) / 281474976710656) ((160074919119519 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((363211356966689 : ℝ) / 281474976710656) ((160074919119519 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((101642113290098 : ℝ) / 281474976710656) :=
+  box_latent_claim ((101642113290098 : ℝ) / 281474976710656)
 
--- claim L19.attn_tv: centred form; C = 158172754661717 / 281474976710656; B = 77088987346123 / 281474976710656
+-- claim L19.attn_tv: boxsup form; B = 73437957945959 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L19_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((158172754661717 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((73437957945959 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((77088987346123 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((158172754661717 : ℝ) / 281474976710656) ((77088987346123 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((158172754661717 : ℝ) / 281474976710656) ((77088987346123 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((73437957945959 : ℝ) / 281474976710656) :=
+  box_latent_claim ((73437957945959 : ℝ) / 281474976710656)
 
--- claim L20.attn_tv: centred form; C = 271944924773881 / 281474976710656; B = 126349045636205 / 281474976710656
+-- claim L20.attn_tv: boxsup form; B = 101713932368793 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L20_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((271944924773881 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((101713932368793 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((126349045636205 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((271944924773881 : ℝ) / 281474976710656) ((126349045636205 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((271944924773881 : ℝ) / 281474976710656) ((126349045636205 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((101713932368793 : ℝ) / 281474976710656) :=
+  box_latent_claim ((101713932368793 : ℝ) / 281474976710656)
 
--- claim L21.attn_tv: centred form; C = 205429761899221 / 281474976710656; B = 98418150043546 / 281474976710656
+-- claim L21.attn_tv: boxsup form; B = 89210016349854 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L21_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((205429761899221 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((89210016349854 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((98418150043546 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((205429761899221 : ℝ) / 281474976710656) ((98418150043546 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((205429761899221 : ℝ) / 281474976710656) ((98418150043546 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((89210016349854 : ℝ) / 281474976710656) :=
+  box_latent_claim ((89210016349854 : ℝ) / 281474976710656)
 
--- claim L22.attn_tv: centred form; C = 212194013693569 / 281474976710656; B = 101376362415966 / 281474976710656
+-- claim L22.attn_tv: boxsup form; B = 75737901072018 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L22_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((212194013693569 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((75737901072018 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((101376362415966 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((212194013693569 : ℝ) / 281474976710656) ((101376362415966 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((212194013693569 : ℝ) / 281474976710656) ((101376362415966 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((75737901072018 : ℝ) / 281474976710656) :=
+  box_latent_claim ((75737901072018 : ℝ) / 281474976710656)
 
--- claim L23.attn_tv: centred form; C = 187194222273124 / 281474976710656; B = 90320689253197 / 281474976710656
+-- claim L23.attn_tv: boxsup form; B = 61148380702950 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L23_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((187194222273124 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((61148380702950 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((90320689253197 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((187194222273124 : ℝ) / 281474976710656) ((90320689253197 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((187194222273124 : ℝ) / 281474976710656) ((90320689253197 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((61148380702950 : ℝ) / 281474976710656) :=
+  box_latent_claim ((61148380702950 : ℝ) / 281474976710656)
 
--- claim L24.attn_tv: centred form; C = 157486266983285 / 281474976710656; B = 76771209411452 / 281474976710656
+-- claim L24.attn_tv: boxsup form; B = 51046521202136 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L24_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((157486266983285 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((51046521202136 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((76771209411452 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((157486266983285 : ℝ) / 281474976710656) ((76771209411452 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((157486266983285 : ℝ) / 281474976710656) ((76771209411452 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((51046521202136 : ℝ) / 281474976710656) :=
+  box_latent_claim ((51046521202136 : ℝ) / 281474976710656)
 
--- claim L25.attn_tv: centred form; C = 173942531373987 / 281474976710656; B = 84329179130842 / 281474976710656
+-- claim L25.attn_tv: boxsup form; B = 64655026149543 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L25_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((173942531373987 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((64655026149543 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((84329179130842 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((173942531373987 : ℝ) / 281474976710656) ((84329179130842 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((173942531373987 : ℝ) / 281474976710656) ((84329179130842 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((64655026149543 : ℝ) / 281474976710656) :=
+  box_latent_claim ((64655026149543 : ℝ) / 281474976710656)
 
--- claim L26.attn_tv: centred form; C = 164571788799325 / 281474976710656; B = 80040852338738 / 281474976710656
+-- claim L26.attn_tv: boxsup form; B = 66293143955583 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L26_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((164571788799325 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((66293143955583 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((80040852338738 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((164571788799325 : ℝ) / 281474976710656) ((80040852338738 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((164571788799325 : ℝ) / 281474976710656) ((80040852338738 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((66293143955583 : ℝ) / 281474976710656) :=
+  box_latent_claim ((66293143955583 : ℝ) / 281474976710656)
 
--- claim L27.attn_tv: centred form; C = 184391264076971 / 281474976710656; B = 89060700356951 / 281474976710656
+-- claim L27.attn_tv: boxsup form; B = 73178592513888 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L27_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((184391264076971 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((73178592513888 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((89060700356951 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((184391264076971 : ℝ) / 281474976710656) ((89060700356951 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((184391264076971 : ℝ) / 281474976710656) ((89060700356951 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((73178592513888 : ℝ) / 281474976710656) :=
+  box_latent_claim ((73178592513888 : ℝ) / 281474976710656)
 
--- claim L28.attn_tv: centred form; C = 158491399413942 / 281474976710656; B = 77236417454450 / 281474976710656
+-- claim L28.attn_tv: boxsup form; B = 54885076191371 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L28_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((158491399413942 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((54885076191371 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((77236417454450 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((158491399413942 : ℝ) / 281474976710656) ((77236417454450 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((158491399413942 : ℝ) / 281474976710656) ((77236417454450 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((54885076191371 : ℝ) / 281474976710656) :=
+  box_latent_claim ((54885076191371 : ℝ) / 281474976710656)
 
--- claim L29.attn_tv: centred form; C = 137553597790159 / 281474976710656; B = 67455436788791 / 281474976710656
+-- claim L29.attn_tv: boxsup form; B = 62071186979629 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L29_attn_tv :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
-        (c c' kr kr' : ℕ → ℕ → ℝ),
+        (c c' kr kr' : ℕ → ℕ → ℝ)
+        (r : ℕ → ℝ),
+      0 < n →
       0 ≤ scale →
-      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ ((137553597790159 : ℝ) / 281474976710656)) →
+      (∀ t, t < n → lradius dn nbc nbr wc wr scale W qn qr c c' kr kr' t ≤ r t) →
+      box_certificate n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) r ((62071186979629 : ℝ) / 281474976710656) →
       tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
-        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((67455436788791 : ℝ) / 281474976710656) :=
-  centred_latent_claim ((137553597790159 : ℝ) / 281474976710656) ((67455436788791 : ℝ) / 281474976710656) (by norm_num)
-    (tanh_half_le_of_expUpper 1024 (by norm_num) ((137553597790159 : ℝ) / 281474976710656) ((67455436788791 : ℝ) / 281474976710656)
-      (by norm_num) (by norm_num) (by norm_num))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ ((62071186979629 : ℝ) / 281474976710656) :=
+  box_latent_claim ((62071186979629 : ℝ) / 281474976710656)
 
 end Run_13172ef174d62621
 
