@@ -207,3 +207,22 @@ def test_an_unknown_tier_name_is_refused():
     assert Tier.parse("certified") is Tier.CERTIFIED
     with pytest.raises(ValueError, match="unknown tier 'proved'"):
         Tier.parse("proved")
+
+
+def test_metrics_given_as_text_are_parsed_into_metrics():
+    """Contracts and bounds accept a metric's string form and hold the parsed :class:`Metric` (the
+    chain compares metrics, so a kept string would never match the next stage's input)."""
+    c = Contract("store", "entry:l2@write", "entry:l2@read", 1, 0)
+    assert c.m_in == Metric.parse("entry:l2@write") and c.m_out == Metric.parse("entry:l2@read")
+    assert isinstance(c.m_in, Metric) and isinstance(c.m_out, Metric)
+    b = Bound("attn_dist:tv@read", Fraction(1, 2), Tier.CERTIFIED)
+    assert isinstance(b.metric, Metric) and b.metric == Metric.parse("attn_dist:tv@read")
+
+
+@pytest.mark.parametrize("reason", ["", "   "])
+def test_a_registry_entry_without_a_reason_for_its_tier_is_refused(reason):
+    from witprobe.calculus.registry import RegisteredMetric
+
+    with pytest.raises(ValueError, match="the reason for its tier is required"):
+        RegisteredMetric(Metric.parse("attn_dist:tv@read"), Tier.CERTIFIED, reason, "bound")
+    assert RegisteredMetric(Metric.parse("attn_dist:tv@read"), Tier.CERTIFIED, "TV bound", "bound").reason

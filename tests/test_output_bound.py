@@ -136,3 +136,70 @@ def test_the_value_witness_enters_the_spread_on_an_adversarial_read():
     out = output_rows(p, ps, vis, ve, vs, w, torch.ones(1, 1, 1, dtype=torch.float64))
     assert float(out.err) == pytest.approx(a)
     assert float(out.err) <= float(out.bound)
+
+
+def _committed_dense_run() -> tuple[dict, int]:
+    """The committed qwen3 int8 run (schema /3: output meter, ``o_proj`` recorded) and a dense layer."""
+    from pathlib import Path
+
+    run = json.loads((Path(__file__).resolve().parents[1] / "artifacts" / "coverage" / "qwen3-int8" / "run.json")
+                     .read_text())
+    i = next(j for j, layer in enumerate(run["layers"]) if layer["memory_class"] == "dense_kv")
+    assert run["layers"][i]["read"]["out_rows"] and isinstance(run["layers"][i].get("o_proj"), dict)
+    return run, i
+
+
+def test_the_output_claims_of_a_committed_run_split_into_their_printed_terms():
+    """Both output claims of a dense layer hold over the realized maximum, and the printed split of
+    each bound (``2 B' S`` and ``E``, times ``sigma_up`` after ``W_o``; 6 decimals, rounded up)
+    adds up to it. Derivation only: no model (the SmolLM2 run above checks a live one)."""
+    run, i = _committed_dense_run()
+    d = derive(run)
+    assert d.failures == []
+    out, proj = (next(c for c in d.claims if c.id == f"L{i:02d}.{k}") for k in ("attn_out", "attn_out_proj"))
+    for c in (out, proj):
+        assert c.value >= Fraction(c.realized_max) > 0 and not c.vacuous
+        terms = Fraction(c.extra["tv_term"]) + Fraction(c.extra["value_term"])
+        assert c.value <= terms <= c.value + Fraction(2, 10**6), c.id
+        assert all(len(c.extra[k].split(".")[1]) == 6 for k in ("tv_term", "value_term", "tv_bound_used"))
+    read = run["layers"][i]["read"]
+    assert (out.extra["realized_err_mean"], proj.extra["realized_err_mean"]) == (read["out_err"]["mean"],
+                                                                                read["out_proj_err"]["mean"])
+
+
+def test_a_run_before_the_output_meter_claims_no_output_bound_and_needs_none():
+    """Runs of a schema without the attention-output meter (``witprobe-run/2``) are derived without
+    output claims; only a schema that carries the meter fails closed when it recorded no rows."""
+    run, i = _committed_dense_run()
+    run["schema"] = "witprobe-run/2"
+    for layer in run["layers"]:
+        layer.pop("o_proj", None)
+        for k in [k for k in layer["read"] if k.startswith(("out_", "rows_out"))]:
+            del layer["read"][k]
+    d = derive(run)
+    assert d.failures == [] and not [c for c in d.claims if c.kind in ("attn_out", "attn_out_proj")]
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda L: [L["read"].pop(k) for k in list(L["read"]) if k.startswith(("out_", "rows_out"))],
+     "the attention-output meter recorded no rows (fail closed)"),
+    (lambda L: L["o_proj"].pop("opnorm_upper"), "o_proj.opnorm_upper is missing or not an exact rational (fail closed)"),
+    (lambda L: L["o_proj"].update(opnorm_upper=1.92), "o_proj.opnorm_upper is missing or not an exact rational"),
+    (lambda L: L["o_proj"].update(opnorm_upper="0/1"), "o_proj.opnorm_upper must be positive (fail closed)"),
+    (lambda L: L["read"]["out_err"].update(max=1e6), "attn_out bound"),
+    (lambda L: L["read"]["out_proj_err"].update(max=1e9), "attn_out_proj bound"),
+    (lambda L: L["read"].pop("rows_out_proj_beaten"), "self-check counter rows_out_proj_beaten is missing (fail closed)"),
+])
+def test_a_broken_output_record_fails_the_layer(change, message):
+    run, i = _committed_dense_run()
+    change(run["layers"][i])
+    assert any(f.startswith(f"layer {i}: ") and message in f for f in derive(run).failures), derive(run).failures
+
+
+@pytest.mark.parametrize("key", ["out_spread", "out_value_term", "out_err", "out_spread_l2", "out_value_l2",
+                                 "out_proj_err"])
+def test_an_output_statistic_without_a_maximum_fails_closed(key):
+    run, i = _committed_dense_run()
+    run["layers"][i]["read"][key]["max"] = None
+    with pytest.raises(ValueError, match=rf"statistic '{key}' has no maximum although output rows were read"):
+        derive(run)

@@ -88,3 +88,28 @@ def test_the_exp_check_refuses_a_nonpositive_denominator():
     assert not rounding.exp_upper_ok(0, 0, rounding.UNIT)
     assert not rounding.exp_upper_ok(1, -1, 10 * rounding.UNIT)
     assert not rounding.exp_upper_ok(-2 * rounding.EXP_N, -1, 10 * rounding.UNIT)  # t = 2N as -2N / -1
+
+
+@pytest.mark.parametrize("bad", [Fraction(-1, 3), Fraction(-1, 1 << 60)])
+def test_a_negative_rational_has_no_unit_representation(bad):
+    """``to_units_up`` rounds nonnegative bounds up; a negative value is refused, never floored to a
+    negative unit count (which would pass for a bound below 0)."""
+    with pytest.raises(rounding.RoundingError, match="no unit representation"):
+        rounding.to_units_up(bad)
+    assert rounding.to_units_up(Fraction(0)) == 0
+
+
+@pytest.mark.parametrize("bad", [5, 1.5, None, b"1/2", "1/2/3", "12", "1/0", "a/2", "1/-2"])
+def test_parse_fraction_refuses_anything_but_int_over_int_with_a_value_error(bad):
+    """Callers catch ``ValueError`` to fail closed on a malformed exact rational (``o_proj.opnorm_upper``):
+    a number, ``None`` or bytes must raise it too, not an ``AttributeError``."""
+    with pytest.raises(ValueError, match="expected an exact rational"):
+        rounding.parse_fraction(bad)
+    assert rounding.parse_fraction("-3/4") == Fraction(-3, 4)
+
+
+def test_decimal_up_prints_zero_and_negative_values_with_the_right_sign():
+    assert rounding.decimal_up(Fraction(0)) == "0.000000"
+    assert rounding.decimal_up(Fraction(1, 3)) == "0.333334"
+    assert rounding.decimal_up(Fraction(-1, 3)) == "-0.333333"  # up: toward +infinity
+    assert rounding.decimal_up(Fraction(-5, 2), 1) == "-2.5"

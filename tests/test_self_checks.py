@@ -10,6 +10,7 @@ No model and no kernel (both kernels ``off``): these are pure functions of ``run
 from __future__ import annotations
 
 import copy
+import math
 import json
 from fractions import Fraction
 from pathlib import Path
@@ -351,3 +352,109 @@ def test_the_box_or_output_bound_beaten_by_the_realized_error_fails():
     d = derive(run)
     assert any(f.startswith(f"layer {i}: attn_out bound") and "beaten by the realized error" in f for f in d.failures)
     assert verdict(run) == "fail"
+
+
+@pytest.mark.parametrize("key", ["fp_width", "keys_visible", "score_err", "score_abs_max", "boxsup_bound"])
+def test_a_recorded_statistic_without_a_maximum_is_a_named_derive_error(key):
+    """A layer that read rows but whose statistic has no maximum (``max: null``: the meter folded
+    nothing) fails closed with the statistic's name, not with whatever the null does further on."""
+    run = run_of("qwen3-int8")
+    assert run["schema"] in derive_mod.MAGNITUDE_SCHEMAS and key in run["layers"][0]["read"]
+    run["layers"][0]["read"][key]["max"] = None
+    with pytest.raises(DeriveError, match=rf"layers\[0\]: statistic '{key}' has no maximum although rows were read"):
+        derive(run)
+
+
+@pytest.mark.parametrize("bad", ["off", 0, None, [False]])
+def test_a_box_meter_switch_that_is_not_a_boolean_is_refused(bad):
+    """``config.box_sup`` is true, false or absent; anything else (a string, 0, null) is refused by
+    coverage and derivation alike, never read as on or off."""
+    from witprobe.certify.coverage import RunConfigError
+
+    run = run_of("qwen3-int8")
+    run["config"]["box_sup"] = bad
+    with pytest.raises(RunConfigError, match="config.box_sup must be true or false"):
+        coverage(run)
+    with pytest.raises(DeriveError, match="config.box_sup must be true or false"):
+        derive(run)
+
+
+def _with_eviction(run: dict, i: int, rho: float, realized: float) -> dict:
+    """Layer ``i`` of a dense-KV run as an eviction codec records it: the eviction meter's
+    statistics (layer maximum ``rho`` of RHO, ``realized`` TV of full vs pruned attention) and its
+    three self-check counters, 0."""
+    read = run["layers"][i]["read"]
+    rows = read["rows"]
+
+    def stat(mx: float) -> dict:
+        return {"n": rows, "calls": 1, "sum": mx * rows / 2, "mean": mx / 2, "min": 0.0, "max": mx}
+
+    read.update({"evict_rows": rows, "evict_rows_evicting": rows, "evict_keys": stat(8.0),
+                 "evict_rho": stat(rho), "evict_bound": stat(rho / (1 + rho) if math.isfinite(rho) else 1.0),
+                 "evict_tv_realized": stat(realized), "evict_tightness": stat(2.0), "rows_evict_vacuous": 0,
+                 "rows_evict_beaten": 0, "rows_evict_mass_mismatch": 0, "rows_evict_viol_upper": 0})
+    return run
+
+
+def test_an_eviction_layer_claims_rho_over_one_plus_rho_and_fails_when_it_is_beaten():
+    """A dense-KV layer that records the eviction meter gets the ``evict_tv`` claim ``B = RHO/(1+RHO)``
+    (rounded up) and its per-run theorem; the output claims use the storage bound plus ``B``; a
+    realized full-vs-pruned TV above ``B`` is a failure; a RHO that is not finite leaves the claim
+    without a value and the output claims on the trivial ``TV <= 1``."""
+    run = run_of("qwen3-int8")
+    i = next(j for j, layer in enumerate(run["layers"]) if layer["memory_class"] == "dense_kv")
+    d = derive(_with_eviction(copy.deepcopy(run), i, 0.25, 0.1))
+    assert d.failures == []
+    assert {"rows_evict_beaten", "rows_evict_mass_mismatch", "rows_evict_viol_upper"} <= set(d.self_checks)
+    (ev,) = [c for c in d.claims if c.kind == "evict_tv"]
+    assert ev.id == f"L{i:02d}.evict_tv" and not ev.vacuous and Fraction(1, 5) <= ev.value < Fraction(1, 5) + Fraction(1, 10**8)
+    assert ev.id in {t.claim_id for t in d.theorems} and ev.extra["rho"] == "0.250000001"  # RHO up, 9 decimals
+    attn = next(c for c in d.claims if c.id == f"L{i:02d}.attn_tv")
+    out = next(c for c in d.claims if c.id == f"L{i:02d}.attn_out")
+    assert Fraction(out.extra["tv_bound_used"]) >= attn.value + ev.value and not out.extra["tv_bound_trivial"]
+
+    d = derive(_with_eviction(copy.deepcopy(run), i, 0.25, 0.3))
+    assert any(f.startswith(f"layer {i}: evict bound") and "beaten by realized TV" in f for f in d.failures), d.failures
+
+    d = derive(_with_eviction(copy.deepcopy(run), i, math.inf, 0.1))
+    (ev,) = [c for c in d.claims if c.kind == "evict_tv"]
+    assert ev.value is None and ev.vacuous and ev.id not in {t.claim_id for t in d.theorems}
+    out = next(c for c in d.claims if c.id == f"L{i:02d}.attn_out")
+    assert out.extra["tv_bound_trivial"] and out.extra["tv_bound_used"] == "1.000000"
+
+
+@pytest.mark.parametrize("key", ["rows_evict_beaten", "rows_evict_mass_mismatch", "rows_evict_viol_upper"])
+def test_an_eviction_layer_missing_an_eviction_counter_fails_closed(key):
+    """The eviction meter's counters are required where the layer records ``evict_rows``: one
+    missing is a failure of derivation and uncovers the layer, like a kind's own counters."""
+    run = run_of("qwen3-int8")
+    i = next(j for j, layer in enumerate(run["layers"]) if layer["memory_class"] == "dense_kv")
+    full = covered(run)["plain_kv"]
+    run = _with_eviction(run, i, 0.25, 0.1)
+    assert derive(run).failures == [] and covered(run)["plain_kv"] == full
+    del run["layers"][i]["read"][key]
+    assert f"layer {i}: self-check counter {key} is missing (fail closed)" in derive(run).failures
+    assert covered(run)["plain_kv"] == (full[0] - 1, full[1])
+
+
+def test_record_of_refuses_a_name_that_is_not_in_the_table():
+    """``record_of`` says where a required counter lives; a name the table does not know (even one
+    named like a self-check) is a ``KeyError`` naming it, not a block picked by default."""
+    from witprobe.self_checks import record_of
+
+    assert record_of("key_viol_witness_below_residual") == "write" and record_of("rows_out_beaten") == "read"
+    for name in ("rows", "rows_new_meter_beaten"):
+        with pytest.raises(KeyError, match=name):
+            record_of(name)
+
+
+def test_tightness_is_the_bound_over_the_realized_maximum():
+    """A claim's tightness reading ``value / realized_max``; none without a value or a realized error."""
+    from witprobe.calculus.tiers import Tier
+
+    def claim(value, realized):
+        return derive_mod.Claim("L00.attn_tv", 0, derive_mod.ATTN_TV, "plain", value, value is None, Tier.CERTIFIED,
+                                realized)
+
+    assert claim(Fraction(1, 2), 0.25).tightness == 2.0 and claim(Fraction(3), 1.5).tightness == 2.0
+    assert claim(Fraction(1, 2), 0.0).tightness is None and claim(None, 0.25).tightness is None

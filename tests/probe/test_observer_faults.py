@@ -20,7 +20,7 @@ import witprobe.probe.witness_cache as wc
 from witprobe.memory.codecs import make_codec
 from witprobe.probe.accumulators import Accumulator
 from witprobe.probe.meters import WitnessBatch, read_rows_from_scores
-from witprobe.probe.observer import Observer, ObserverError, witprobe_attention
+from witprobe.probe.observer import BEATEN_ABS_TOL, BEATEN_REL_TOL, Observer, ObserverError, witprobe_attention
 from witprobe.probe.selector import fold_selection, selection_rows
 from witprobe.probe.witness_cache import ReadScores, WitnessCache
 
@@ -283,3 +283,146 @@ def test_a_probe_runtime_for_another_layer_count_is_refused():
 
     with pytest.raises(ObserverError, match="probe runtime has 3 layers, the observer 2"):
         Observer(2, probe=ProbeRuntime(3, ProbeConfig()))
+
+
+def _tight_rows(bound: torch.Tensor, tv: torch.Tensor):
+    """A row record whose every form has the bound ``bound`` (float64, as the meters produce)."""
+    from types import SimpleNamespace
+
+    z = torch.zeros_like(tv)
+    return SimpleNamespace(tv_realized=tv, q_coef=z, w_max=z, c_max=z, eform_excess=z, score_err=None,
+                           score_abs_max=None, keys=None, plain_bound=bound, centred_bound=bound,
+                           eform_bound=bound, boxsup_bound=bound, qa_centred_bound=None)
+
+
+def test_a_row_exactly_at_its_bound_is_not_beaten_and_a_bound_of_one_is_vacuous():
+    """The beaten comparison tolerates rounding above the bound, never below it: a row whose
+    realized TV equals its bound (0 or 1/2) or the tolerance's edge counts nothing, one above it by
+    2e-7 counts once, and a bound of exactly 1 (TV <= 1 says nothing) counts as vacuous. Fails if
+    the tolerance is applied the wrong way (``/ (1 + tol)``, ``1 - tol``, ``- abs_tol``), the edge
+    counts (``>=``) or vacuity starts above 1."""
+    edge = 0.75 * (1 + BEATEN_REL_TOL) + BEATEN_ABS_TOL
+    tv = torch.tensor([0.0, 0.5, 0.25, 0.5 + 2e-7, edge], dtype=torch.float64)
+    bound = torch.tensor([0.0, 0.5, 1.0, 0.5, 0.75], dtype=torch.float64)
+    acc = Accumulator()
+    Observer._fold_rows(acc, _tight_rows(bound, tv))
+    counts = acc.finalize()
+    for form in (*FORMS, "boxsup"):
+        assert counts[f"rows_{form}_beaten"] == 1, form
+        assert counts[f"rows_{form}_vacuous"] == 1, form
+    assert counts["rows_best_vacuous"] == 1 and counts["rows"] == 5
+
+
+def test_an_output_error_exactly_at_its_bound_is_not_beaten(monkeypatch):
+    """The same tolerance on the attention-output meter, before and after ``W_o``: the meter's rows
+    (stubbed: errors equal to their bounds or the tolerance's edge, one above by 2e-7) count
+    exactly the row above."""
+    import witprobe.probe.observer as observer_mod
+    from types import SimpleNamespace
+    from witprobe.probe.meters import OutputRows
+
+    edge = 0.75 * (1 + BEATEN_REL_TOL) + BEATEN_ABS_TOL
+    err = torch.tensor([[[0.0, 0.5, 0.5 + 2e-7, edge]]], dtype=torch.float64)  # (B, H, Q)
+    bound = torch.tensor([[[0.0, 0.5, 0.5, 0.75]]], dtype=torch.float64)
+    rows = OutputRows(err, bound, bound, bound, bound, bound, proj_err=err[:, 0], proj_bound=bound[:, 0])
+    monkeypatch.setattr(observer_mod, "output_rows", lambda *a, **k: rows)
+    acc = Accumulator()
+    best = torch.ones_like(bound)
+    Observer._fold_output(acc, SimpleNamespace(plain_bound=best, centred_bound=best, eform_bound=best, p_exact=None,
+                                               p_served=None), None, None, None, None, None)
+    counts = acc.finalize()
+    assert counts["rows_out_beaten"] == 1 and counts["rows_out_proj_beaten"] == 1 and counts["out_rows"] == 4
+
+
+def test_the_served_attention_reads_no_evicted_key():
+    """An eviction codec on layer 0 with grouped KV heads: the prefill read (a boolean causal mask,
+    nothing evicted yet) reads no future key; after the policy has run, the decode read's attention
+    weights are 0 on every evicted key and renormalized over the retained ones (the mask the
+    attention function derives from the layer's retained set, per query head)."""
+    g = torch.Generator().manual_seed(7)
+    c = make_codec("evict-streaming", BANDS)
+    obs = Observer(1)
+    layer = obs.attach(WitnessCache.for_dense_kv(1, c, c, BANDS, obs)).layers[0]
+    prefill = 24  # more than the policy keeps (4 sinks + a window of 16)
+    causal = torch.ones(prefill, prefill, dtype=torch.bool).tril()
+    with torch.no_grad(), obs.active():
+        keys, values = layer.update(torch.randn(1, KV_HEADS, prefill, DIM, generator=g),
+                                    torch.randn(1, KV_HEADS, prefill, DIM, generator=g))
+        _, w0 = witprobe_attention(Attn(0), torch.randn(1, HEADS, prefill, DIM, generator=g), keys, values,
+                                   causal.expand(1, 1, -1, -1), DIM ** -0.5)
+        keys, values = layer.update(torch.randn(1, KV_HEADS, 1, DIM, generator=g),
+                                    torch.randn(1, KV_HEADS, 1, DIM, generator=g))  # the policy runs first
+        _, w = witprobe_attention(Attn(0), torch.randn(1, HEADS, 1, DIM, generator=g), keys, values,
+                                  torch.zeros(1, 1, 1, prefill + 1), DIM ** -0.5)
+    assert torch.all(w0[..., ~causal] == 0)
+    torch.testing.assert_close(w0.sum(-1), torch.ones(1, HEADS, prefill))
+    keep = layer.served_retained(HEADS // KV_HEADS)[:, :, 0, :]  # (B, H, T)
+    assert keep.shape == (1, HEADS, prefill + 1) and int((~keep).sum()) == HEADS * (prefill - 20)
+    w = w[:, :, 0, :]
+    assert torch.all(w[~keep] == 0)
+    torch.testing.assert_close(w.sum(-1), torch.ones(1, HEADS))
+
+
+def test_the_served_attention_is_the_metered_one():
+    """What the model reads (the attention function's weights) is the served distribution the meter
+    bounds: masked keys get no weight, and the rows equal the meter's ``p'`` from the same scores
+    (an additive mask applied the wrong way, or a mask lost, would meter one read and serve another)."""
+    g = torch.Generator().manual_seed(8)
+    c = make_codec("int4", BANDS)
+    obs = Observer(1)
+    layer = obs.attach(WitnessCache.for_dense_kv(1, c, c, BANDS, obs)).layers[0]
+    keys, values = layer.update(torch.randn(1, KV_HEADS, TOKENS, DIM, generator=g),
+                                torch.randn(1, KV_HEADS, TOKENS, DIM, generator=g))
+    q = 4.0 * torch.randn(1, HEADS, TOKENS, DIM, generator=g)
+    mask = torch.full((1, 1, TOKENS, TOKENS), torch.finfo(torch.float32).min).triu(1)
+    with torch.no_grad(), obs.active():
+        _, w = witprobe_attention(Attn(), q, keys, values, mask, DIM ** -0.5)
+    inputs = layer.read_scores(Attn(), q, keys, mask, DIM ** -0.5)
+    rows = read_rows_from_scores(inputs.s_exact, inputs.s_served, inputs.visible, inputs.components, DIM ** -0.5,
+                                 inputs.score_err)
+    assert torch.all(w[..., torch.ones(TOKENS, TOKENS, dtype=torch.bool).triu(1)] == 0)
+    torch.testing.assert_close(w.to(torch.float64), rows.p_served, rtol=1e-5, atol=1e-6)
+
+
+def test_the_eviction_bound_carries_the_retained_logits_error_and_the_log_sum_exp_allowance():
+    """``evict_rows`` (module docstring of the eviction meter): ``log rho`` is the exact
+    ``log X - log Z_R`` plus the largest float64 error of a retained logit (``Z_R`` may be
+    ``e^{-err}`` too small) plus ``4 (T + 2) u (1 + |log|)`` for each of the two log-sum-exps. With
+    evicted bounds equal to the retained logits (``X = Z_R``, large logits so that ``|log Z_R|``
+    weighs), ``log rho`` is exactly that outward allowance; an evicted logit above its bound is a
+    violation."""
+    from types import SimpleNamespace
+
+    from witprobe.probe.observer import evict_rows
+
+    t, u = 4, 2.0 ** -53
+    s = torch.full((1, 1, 1, t), 50.0, dtype=torch.float64)
+    retained = torch.tensor([True, True, False, False]).reshape(1, 1, 1, t)
+    full = torch.ones_like(retained)
+    for err in (0.0, 0.5):
+        inputs = SimpleNamespace(s_exact=s, visible=retained, score_err=torch.full_like(s, err),
+                                 evict=SimpleNamespace(visible_full=full, upper=s.clone()))
+        ev = evict_rows(inputs)
+        log_z = 50.0 + math.log(2.0)
+        allowance = err + 8 * (t + 2) * u * (1 + 2 * log_z)
+        assert math.log(float(ev.rho)) >= 0.99 * allowance, err
+        assert float(ev.bound) >= float(ev.rho) / (1 + float(ev.rho)) and not bool(ev.upper_viol.any())
+        assert float(ev.tv) == pytest.approx(0.5) and float(ev.mass) == pytest.approx(0.5)
+    lying = s.clone()
+    lying[..., 3] = 49.0  # an evicted logit above its stored bound
+    inputs = SimpleNamespace(s_exact=s, visible=retained, score_err=None,
+                             evict=SimpleNamespace(visible_full=full, upper=lying))
+    assert bool(evict_rows(inputs).upper_viol.all())
+
+
+def test_the_write_calls_count_each_stored_key_or_latent_once():
+    """``host_write_calls`` (what :meth:`witprobe.api.ObservedRun.check_observed` compares with the
+    metered reads to catch a layer the model wrote but read around the meter) starts at 0 and counts
+    one per write of the key (or latent) tensor, never the values."""
+    obs = Observer(2)
+    assert obs.snapshot()["host_write_calls"] == [0, 0]
+    x = torch.randn(1, KV_HEADS, 3, DIM)
+    w = wc.band_witness(x, x + 0.01, BANDS)
+    for tensor in ("key", "value", "value", "latent", "value"):
+        obs.record_write(1, tensor, w, BANDS)
+    assert obs.snapshot()["host_write_calls"] == [0, 2]
