@@ -61,7 +61,7 @@ TARGETS = sorted([p.relative_to(PKG).as_posix() for p in (PKG / "calculus").glob
                  + ["certify/derive.py", "certify/derive_values.py", "certify/coverage.py", "kinds/base.py",
                     "self_checks.py", "probe/observer.py", "formal/obligations.py"])
 CALCULUS_TESTS = ["tests/test_calculus.py", "tests/test_rounding.py", "tests/test_obligations.py",
-                  "tests/test_self_checks.py"]
+                  "tests/test_self_checks.py", "tests/test_lean_names.py"]
 TESTS = {
     "calculus/float_error.py": ["tests/test_trust_boundary.py", "tests/test_self_checks.py"],
     "certify/derive.py": ["tests/test_self_checks.py", "tests/test_trust_boundary.py", "tests/test_certified_path.py"],

@@ -226,3 +226,13 @@ def test_a_registry_entry_without_a_reason_for_its_tier_is_refused(reason):
     with pytest.raises(ValueError, match="the reason for its tier is required"):
         RegisteredMetric(Metric.parse("attn_dist:tv@read"), Tier.CERTIFIED, reason, "bound")
     assert RegisteredMetric(Metric.parse("attn_dist:tv@read"), Tier.CERTIFIED, "TV bound", "bound").reason
+
+
+def test_the_cited_proofs_include_every_entry_specs_bridges():
+    """``cited_proofs`` is what the Lean cross-check (tests/test_lean_names.py) looks up: every proof
+    an entry specification's chain cites (storage, score, banded) must be in it."""
+    from witprobe.calculus.bridges import ENTRY_SPECS, cited_proofs
+
+    cited = set(cited_proofs())
+    for spec in ENTRY_SPECS.values():
+        assert {spec.storage_proof, spec.score_proof, spec.banded_proof} <= cited, spec.name

@@ -458,3 +458,24 @@ def test_tightness_is_the_bound_over_the_realized_maximum():
 
     assert claim(Fraction(1, 2), 0.25).tightness == 2.0 and claim(Fraction(3), 1.5).tightness == 2.0
     assert claim(Fraction(1, 2), 0.0).tightness is None and claim(None, 0.25).tightness is None
+
+
+def test_the_recurrent_state_row_reads_the_contraction_range():
+    """The coverage headline of a recurrent state is the range of the per-layer mean decay ``a_t``."""
+    run = run_of("kda-int8")
+    (row,) = [r for r in coverage(run) if r["memory_class"] == "recurrent_state"]
+    means = [x["read"]["a_t"]["mean"] for x in run["layers"] if x["memory_class"] == "recurrent"]
+    assert row["layers_covered"] == len(means) > 0
+    assert (row["headline"]["a_mean_min"], row["headline"]["a_mean_max"]) == (min(means), max(means))
+
+
+@pytest.mark.parametrize("request_", [[1, 2], "abc", {"prompt_tokens": 3}, {"prompt_tokens": 3, "served_tokens": "abc"},
+                                      {"prompt_tokens": 3, "served_tokens": 5}])
+def test_a_malformed_request_of_a_legacy_run_is_a_derive_error(request_):
+    """A ``witprobe-run/1`` record bounds its keys by the longest request: each request must be an
+    object with a ``served_tokens`` list (a string would count characters as tokens)."""
+    run = run_of("qwen3-int8")
+    run["schema"] = "witprobe-run/1"
+    run["requests"][0] = request_
+    with pytest.raises(DeriveError, match=r"run.json requests\[0\]: expected 'prompt_tokens' and a 'served_tokens' list"):
+        derive(run)

@@ -539,3 +539,35 @@ def test_the_eform_error_analysis_refuses_a_c_max_beyond_its_argument_bound():
     s = fe.Sizes(width=64, bands=4, components=1, keys=100)
     with pytest.raises(fe.FloatBoundError, match="too large for the expm1 argument bound"):
         fe.eform_rel(s, Fraction(0), Fraction(1), Fraction(2 ** 60))
+
+
+def test_the_box_bound_fails_closed_where_its_centre_error_exceeds_the_meters_range_margin():
+    """The box meter widens its ``1/Z`` range by ``2**-20``, which covers the centre's float64 error
+    only while ``boxsup_rel <= 2**-21`` (:func:`witprobe.calculus.float_error.boxsup_problems`).
+    Beyond it the layer fails closed and its claim falls back to a chain form."""
+    keys, amax = 200, Fraction(30)
+    assert fe.boxsup_problems(keys, Fraction(1, 1 << 40), amax) == []
+    big = Fraction(1, 1 << 20)
+    assert fe.boxsup_rel(keys, big, amax) > fe.BOXSUP_RANGE_LIMIT
+    (problem,) = fe.boxsup_problems(keys, big, amax)
+    assert problem.startswith("boxsup: centre error") and "range margin" in problem
+    run = json.loads((ROOT / "artifacts/coverage/smollm2-int8/run.json").read_text())
+    def claim_of(d):
+        return next(c for c in d.claims if c.id == "L03.attn_tv")
+
+    assert claim_of(derive(run)).form == "boxsup"
+    run["layers"][3]["read"]["score_err"]["max"] = float(big)
+    d = derive(run)
+    assert any(f.startswith("layer 3: boxsup: centre error") and f.endswith("(fail closed)") for f in d.failures)
+    claim = claim_of(d)
+    assert claim.form != "boxsup" and claim.forms["boxsup"].bound is None and claim.forms["boxsup"].reason
+
+
+def test_the_band_norm_rounding_count_is_at_least_the_textbook_one():
+    """A float64 norm ``sqrt(sum_i d_i**2)`` of ``m`` entries: the sum of squares carries a relative
+    error up to ``gamma_m`` (one product and ``m - 1`` additions per term), the root halves it and
+    rounds once more, so no analysis may count fewer than ``ceil(m/2) + 1`` roundings (the one
+    documented adds one for the difference). A smaller count would understate every allowance
+    built on it."""
+    for m in range(1, 4097):
+        assert fe.band_norm_count(m) >= -(-m // 2) + 1, m
