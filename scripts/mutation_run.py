@@ -33,9 +33,11 @@ Operators:
 Mutants are sampled without replacement (seeded, stratified by file in proportion to its sites,
 ``if-false``/``drop-call``/``drop-raise``/``cmp`` first since they are the ones that can switch a
 soundness check off). The report (Markdown) lists every surviving mutant with its file, line,
-operator and the mutated line, and flags survivors on lines that touch a self-check
+operator, site and the line as written, and flags survivors on lines that touch a self-check
 (``viol``, ``beaten``, ``failures``, ``fail closed``, ``raise``, ``vacuous``, ``missing``) for
-review: none of those may survive.
+review: none of those may survive. The flag reads the site's own line only (an ``if`` whose
+``raise`` is on the next line is not flagged), so every survivor needs a look. The triage section
+of ``bench/mutation_run.md`` is written by hand after a run: a rerun overwrites the file.
 """
 
 from __future__ import annotations

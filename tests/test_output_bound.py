@@ -183,12 +183,14 @@ def test_a_run_before_the_output_meter_claims_no_output_bound_and_needs_none():
 @pytest.mark.parametrize("change, message", [
     (lambda L: [L["read"].pop(k) for k in list(L["read"]) if k.startswith(("out_", "rows_out"))],
      "the attention-output meter recorded no rows (fail closed)"),
-    (lambda L: L["o_proj"].pop("opnorm_upper"), "o_proj.opnorm_upper is missing or not an exact rational (fail closed)"),
+    (lambda L: L["o_proj"].pop("opnorm_upper"),
+     "o_proj.opnorm_upper is missing or not an exact rational (fail closed)"),
     (lambda L: L["o_proj"].update(opnorm_upper=1.92), "o_proj.opnorm_upper is missing or not an exact rational"),
     (lambda L: L["o_proj"].update(opnorm_upper="0/1"), "o_proj.opnorm_upper must be positive (fail closed)"),
     (lambda L: L["read"]["out_err"].update(max=1e6), "attn_out bound"),
     (lambda L: L["read"]["out_proj_err"].update(max=1e9), "attn_out_proj bound"),
-    (lambda L: L["read"].pop("rows_out_proj_beaten"), "self-check counter rows_out_proj_beaten is missing (fail closed)"),
+    (lambda L: L["read"].pop("rows_out_proj_beaten"),
+     "self-check counter rows_out_proj_beaten is missing (fail closed)"),
 ])
 def test_a_broken_output_record_fails_the_layer(change, message):
     run, i = _committed_dense_run()
