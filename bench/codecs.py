@@ -70,7 +70,7 @@ def _tight(claims, kind):
 def bench_codec(loaded, name: str, bands: int, max_new_tokens: int, prompts: tuple[str, ...]) -> dict:
     t0 = time.monotonic()
     cfg = MeasureConfig(codec=name, bands=bands, max_new_tokens=max_new_tokens, prompts=prompts, e2e_tv_tolerance=0.1)
-    run = measure(loaded, cfg)
+    run = measure(loaded, cfg).to_json()
     text = canonical_json(run)
     sha = sha256_text(text)
     deriv = derive(json.loads(text))

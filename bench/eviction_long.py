@@ -30,7 +30,7 @@ def main(codec: str = "evict-streaming-256", out: str = "bench/results/eviction_
         prompt += " " + base
     t0 = time.time()
     run = measure(loaded, MeasureConfig(model="smollm2", codec=codec, max_new_tokens=4, prompts=(prompt,),
-                                        reference=False))
+                                        reference=False)).to_json()
     d = derive(run)
     rows = []
     for c, layer in zip((c for c in d.claims if c.kind == "evict_tv"), run["layers"]):

@@ -169,7 +169,7 @@ def child(mode: str, context: int, new_tokens: int, codec: str) -> dict[str, Any
 
         def timed_measure(ld, cfg, progress=None):  # noqa: ANN001 - the wrapped signature
             t = time.perf_counter()
-            run = real_measure(ld, cfg, progress)
+            run = real_measure(ld, cfg, progress).to_json()
             timing["measure_s"] = time.perf_counter() - t
             timing["requests"] = run["requests"]
             return run

@@ -60,7 +60,7 @@ LONG_PROMPT = " ".join([DEFAULT_PROMPTS[3]] * 16)  # about 1,600 tokens
 def _measure(lm, codec: str, prompts, new_tokens: int, box_sup: bool) -> tuple[dict, float]:
     t0 = time.perf_counter()
     run = measure(lm, MeasureConfig(codec=codec, max_new_tokens=new_tokens, reference=False, prompts=prompts,
-                                    box_sup=box_sup))
+                                    box_sup=box_sup)).to_json()
     return run, time.perf_counter() - t0
 
 
@@ -123,7 +123,7 @@ def main_query_aligned(lm, rank: int, new_tokens: int, out: Path) -> int:
     for codec in ("int8", "int4"):
         t0 = time.perf_counter()
         run = measure(lm, MeasureConfig(codec=codec, max_new_tokens=new_tokens, reference=False, prompts=prompts),
-                      query_basis=basis)
+                      query_basis=basis).to_json()
         secs = time.perf_counter() - t0
         row = _table(run)
         qa = _qa_table(run)
@@ -133,7 +133,7 @@ def main_query_aligned(lm, rank: int, new_tokens: int, out: Path) -> int:
         failures += row["rows_beaten"] + row["keys_radius_beaten"]
         if codec == "int8":
             t0 = time.perf_counter()
-            measure(lm, MeasureConfig(codec=codec, max_new_tokens=new_tokens, reference=False, prompts=prompts))
+            measure(lm, MeasureConfig(codec=codec, max_new_tokens=new_tokens, reference=False, prompts=prompts)).to_json()
             row["seconds_without_qa"] = time.perf_counter() - t0
             result["metering_time_ratio_qa"] = secs / row["seconds_without_qa"]
         result["codecs"][codec] = row

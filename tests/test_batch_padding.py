@@ -49,7 +49,7 @@ def tiny(tmp_path_factory):
 
 def _run(loaded, batch: int, reference: bool = False) -> dict:
     cfg = MeasureConfig(model="tiny", prompts=PROMPTS, max_new_tokens=NEW, batch=batch, reference=reference)
-    return measure(loaded, cfg)
+    return measure(loaded, cfg).to_json()
 
 
 def _stats(run: dict) -> dict[tuple[int, str, str], dict]:

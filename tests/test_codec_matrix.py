@@ -36,7 +36,7 @@ def _model(name: str):
 @functools.lru_cache(maxsize=None)
 def _run(name: str, codec: str) -> dict:
     return measure(_model(name), MeasureConfig(model=name, codec=codec, bands=4, max_new_tokens=1, prompts=(PROMPT,),
-                                               reference=False))
+                                               reference=False)).to_json()
 
 
 def test_the_matrix_reaches_every_memory_kind():

@@ -39,7 +39,7 @@ def _qwen3():
 @functools.lru_cache(maxsize=None)
 def _run(codec: str, new_tokens: int = 6) -> dict:
     return measure(_qwen3(), MeasureConfig(model="qwen3", codec=codec, bands=4, max_new_tokens=new_tokens,
-                                           prompts=(PROMPT,), reference=False))
+                                           prompts=(PROMPT,), reference=False)).to_json()
 
 
 def _evict_claims(d) -> list:
@@ -90,7 +90,7 @@ def test_certify_run_help_offers_each_eviction_policy(capsys):
 def test_eviction_codecs_are_refused_on_non_dense_models():
     with pytest.raises(ValueError, match="eviction policy and applies to dense KV layers only"):
         measure(load_model("kda"), MeasureConfig(model="kda", codec="evict-streaming", max_new_tokens=1,
-                                                 prompts=(PROMPT,), reference=False))
+                                                 prompts=(PROMPT,), reference=False)).to_json()
 
 
 # --- the served attention ------------------------------------------------------------------------
@@ -174,7 +174,7 @@ def test_a_bound_that_drops_bands_is_counted_and_beaten(monkeypatch, dropped, be
 
     monkeypatch.setattr(witness_cache.WitnessKVLayer, "_append", drop)
     run = measure(_qwen3(), MeasureConfig(model="qwen3", codec="evict-streaming", bands=4, max_new_tokens=6,
-                                          prompts=(PROMPT,), reference=False))
+                                          prompts=(PROMPT,), reference=False)).to_json()
     d = derive(run)
     assert d.self_checks["rows_evict_viol_upper"] > 0
     assert (d.self_checks["rows_evict_beaten"] > 0) is beaten
@@ -224,7 +224,7 @@ def test_smollm2_default_prompts_streaming(smollm2):
     the layer bounds are vacuous here (docs/CODECS.md, Eviction); non-triviality is tested above on
     the tiny model."""
     run = measure(smollm2, MeasureConfig(model="smollm2", codec="evict-streaming", max_new_tokens=4,
-                                         reference=False))
+                                         reference=False)).to_json()
     d = derive(run)
     assert d.failures == [], d.failures
     assert not any(d.self_checks.values()), {k: v for k, v in d.self_checks.items() if v}

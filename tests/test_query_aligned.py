@@ -110,7 +110,7 @@ def test_tiny_model_bound_never_beaten(tiny, codec):
     for u in basis.bases.values():
         assert u.shape[-1] == 8 and (d is None or u.shape[1] == d)
     run = measure(tiny, MeasureConfig(model="qwen3", codec=codec, max_new_tokens=3, reference=False, prompts=MEASURED),
-                  query_basis=basis)
+                  query_basis=basis).to_json()
     dense = [layer for layer in run["layers"] if layer["memory_class"] == "dense_kv"]
     assert dense
     for layer in dense:
@@ -120,5 +120,5 @@ def test_tiny_model_bound_never_beaten(tiny, codec):
         assert rd["qa_c_max"]["max"] <= rd["c_max"]["max"]  # min(c_band, c_qa)
         assert rd["qa_centred_bound"]["max"] <= rd["centred_bound"]["max"]
         assert rd["tv_realized"]["max"] <= rd["qa_boxsup_bound"]["max"] * (1 + 1e-9) + 1e-15
-    base = measure(tiny, MeasureConfig(model="qwen3", codec=codec, max_new_tokens=3, reference=False, prompts=MEASURED))
+    base = measure(tiny, MeasureConfig(model="qwen3", codec=codec, max_new_tokens=3, reference=False, prompts=MEASURED)).to_json()
     assert all("qa_centred_bound" not in layer["read"] for layer in base["layers"])

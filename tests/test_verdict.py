@@ -8,6 +8,8 @@ from contextlib import redirect_stdout
 
 import pytest
 
+from witprobe.certify.run_record import RequestRecord
+from witprobe.typed_json import RecordError, decode
 from witprobe.certify.end_to_end import CLOSE, DIVERGED, NOT_MEASURED, EndToEndError, end_to_end
 from witprobe.certify.verdict import EXIT_DIVERGED, bounded_and_not, headline, run_exit_code
 
@@ -23,24 +25,26 @@ def _run(tv, kl=None, served=None, ref=None, tol=None):
                 break
             agree += 1
         req.update(reference_tokens=ref, agreeing_prefix=agree)
-    cfg = {} if tol is None else {"e2e_tv_tolerance": tol}
-    return {"config": cfg, "requests": [req]}
+    req["prompt_index"] = 0
+    return [decode(RequestRecord, req, "requests[0]")], tol
 
 
 def test_status_follows_the_largest_next_token_tv_against_the_tolerance():
-    assert end_to_end(_run([0.01, 0.09])).status == CLOSE
-    e = end_to_end(_run([0.01, 0.2, 0.5], ref=[0, 7, 2]))
+    assert end_to_end(*_run([0.01, 0.09])).status == CLOSE
+    e = end_to_end(*_run([0.01, 0.2, 0.5], ref=[0, 7, 2]))
     assert e.status == DIVERGED and e.steps_over_tolerance == 2 and e.next_token_tv_max == 0.5
     assert (e.greedy_agreeing_prefix, e.greedy_position_matches, e.greedy_total) == (1, 2, 3)
-    assert end_to_end(_run([0.01, 0.2], tol=0.25)).status == CLOSE
-    assert end_to_end({"config": {}, "requests": [{"prompt_tokens": 3, "served_tokens": [1]}]}).status == NOT_MEASURED
+    assert end_to_end(*_run([0.01, 0.2], tol=0.25)).status == CLOSE
+    assert end_to_end([RequestRecord(prompt_index=0, prompt_tokens=3, served_tokens=[1])], None).status == NOT_MEASURED
 
 
-@pytest.mark.parametrize("bad", [
-    _run([0.1, "x"]), _run([0.1, -0.2]), _run([0.1], kl=[0.0, 0.0]), _run([1.5]), _run([0.1], tol=2)])
-def test_malformed_end_to_end_readings_fail_closed(bad):
-    with pytest.raises(EndToEndError):
-        end_to_end(bad)
+@pytest.mark.parametrize("bad, error", [
+    (dict(tv=[0.1, "x"]), RecordError), (dict(tv=[0.1, -0.2]), EndToEndError),
+    (dict(tv=[0.1], kl=[0.0, 0.0]), EndToEndError), (dict(tv=[1.5]), EndToEndError),
+    (dict(tv=[0.1], tol=2), EndToEndError)])
+def test_malformed_end_to_end_readings_fail_closed(bad, error):
+    with pytest.raises(error):
+        end_to_end(*_run(**bad))
 
 
 def _claim(kind, layer, bound, vacuous=False, tier="empirical"):
@@ -55,13 +59,13 @@ def test_a_pass_next_to_a_divergence_says_so_and_exits_5():
     assert bounded[0]["layers"] == 1 and bounded[0]["of"] == 2
     assert any("1/2 layers" in t and "L01" in t for t in not_bounded)
     assert any("end-to-end" in t for t in not_bounded)
-    diverged = end_to_end(_run([0.9], ref=[1], served=[2])).to_json()
+    diverged = end_to_end(*_run([0.9], ref=[1], served=[2])).to_json()
     text = headline(True, bounded, diverged)
     assert text.startswith("pass (per-layer bounds held") and "end-to-end DIVERGED" in text
     assert "bounded on 1/2 layers" in text
     assert run_exit_code({"verdict": "pass", "end_to_end": diverged}, 0, 1) == EXIT_DIVERGED
     assert run_exit_code({"verdict": "fail", "end_to_end": diverged}, 0, 1) == 1
-    close = end_to_end(_run([0.01])).to_json()
+    close = end_to_end(*_run([0.01])).to_json()
     assert run_exit_code({"verdict": "pass", "end_to_end": close}, 0, 1) == 0
     assert "end-to-end close" in headline(True, bounded, close)
 
@@ -97,7 +101,7 @@ def test_under_eviction_the_headline_states_the_eviction_scope_not_only_the_stor
     claims = [_claim("attn_tv", i, "0", tier="certified") for i in range(2)]
     claims += [_claim("evict_tv", i, "1", vacuous=True) for i in range(2)]
     bounded, not_bounded = bounded_and_not(claims, True, {0: "dense_kv", 1: "dense_kv"})
-    text = headline(True, bounded, end_to_end(_run([0.01])).to_json())
+    text = headline(True, bounded, end_to_end(*_run([0.01])).to_json())
     assert "attention TV bounded on 2/2 layers" in text
     assert "eviction TV bounded on 0/2 layers" in text
     assert any("eviction" in t and "2/2 layers" in t for t in not_bounded)

@@ -15,7 +15,7 @@ MODELS = ("qwen3", "mla", "mla-dsa", "v4", "kda")
 def test_live_run_bounds_hold_and_self_checks_are_zero(name):
     loaded = load_model(name)
     run = measure(loaded, MeasureConfig(model=name, codec="int4", bands=4, max_new_tokens=4,
-                                        prompts=(DEFAULT_PROMPTS[-1],), reference=False))
+                                        prompts=(DEFAULT_PROMPTS[-1],), reference=False)).to_json()
     d = derive(run)
     assert d.failures == [], d.failures
     assert all(v == 0 for v in d.self_checks.values()), {k: v for k, v in d.self_checks.items() if v}

@@ -61,6 +61,13 @@ class SelfCheck:
         rx = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>{_FIELD[p]})" for i, p in enumerate(parts))
         object.__setattr__(self, "_regex", re.compile(rx + r"\Z"))
 
+    @property
+    def regex(self) -> str:
+        """The counter names this entry matches, as a plain regular expression (no named groups;
+        the JSON Schema of ``run.json`` uses it, anchored)."""
+        parts = re.split(r"\{(\w+)\}", self.pattern)
+        return "".join(re.escape(p) if i % 2 == 0 else f"(?:{_FIELD[p]})" for i, p in enumerate(parts))
+
     def match(self, name: str) -> dict[str, str] | None:
         m = self._regex.match(name)
         return None if m is None else m.groupdict()
@@ -174,6 +181,20 @@ def meaning(name: str) -> str:
 def write_counters(tensor: str) -> tuple[str, ...]:
     """The write-side self-check counters every stored tensor carries, in table order."""
     return tuple(c.pattern.format(tensor=tensor) for c in WRITE_CHECKS)
+
+
+LOOKS_LIKE_REGEX = "|".join(f".*{p}.*" for p in _LOOKS_LIKE)
+
+
+def counter_patterns(record: str) -> dict[str, str]:
+    """``{regex: meaning}`` of every self-check counter recorded in ``record`` (``write``/``read``),
+    plus the names that look like one: the typed ``run.json`` records require these keys to hold a
+    count (an integer ``>= 0``), and its JSON Schema states it (``patternProperties``)."""
+    if record not in ("write", "read"):
+        raise ValueError(f"counter_patterns: record {record!r} is not write or read")
+    out = {c.regex: c.meaning.replace("{name}: ", "") for c in TABLE if c.record == record}
+    out[LOOKS_LIKE_REGEX] = "named like a self-check counter (viol, beaten, mismatch, flip_in): a count, treated as one"
+    return out
 
 
 def record_of(name: str) -> str:

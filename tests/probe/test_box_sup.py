@@ -129,7 +129,7 @@ def test_real_smollm2_run_never_beats_the_box_sup(smollm2):
     from witprobe.certify.measure import MeasureConfig, measure
 
     run = measure(smollm2, MeasureConfig(codec="int4", max_new_tokens=3, reference=False,
-                                         prompts=("Explain how attention works in two sentences.",)))
+                                         prompts=("Explain how attention works in two sentences.",))).to_json()
     for layer in run["layers"]:
         read = layer["read"]
         assert read["rows_boxsup_beaten"] == 0

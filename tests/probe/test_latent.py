@@ -42,7 +42,7 @@ def test_mla_latent_witness_bounds_hold_and_self_checks_are_zero(tiny_mla, codec
     assert layer_kinds(tiny_mla.model.config) == ["latent", "latent"]
     cfg = MeasureConfig(model="tiny-mla", codec=codec, bands=4, max_new_tokens=6,
                         prompts=("The capital of France is", "Write a poem about the sea."), reference=False)
-    run = measure(tiny_mla, cfg)
+    run = measure(tiny_mla, cfg).to_json()
     assert [layer["memory_class"] for layer in run["layers"]] == ["latent", "latent"]
     d = derive(run)
     assert d.failures == []
@@ -97,7 +97,7 @@ def test_latent_layer_reads_through_the_kernel_reference(tiny_mla, monkeypatch):
     monkeypatch.setattr(latent_mod, "latent_components", spy)
     cfg = MeasureConfig(model="tiny-mla", codec="int4", bands=4, max_new_tokens=2,
                         prompts=("The capital of France is",), reference=False)
-    measure(tiny_mla, cfg)
+    measure(tiny_mla, cfg).to_json()
     assert len(calls) >= 2 * 2, "every latent read of both layers builds its radii through latent_components"
     u_bands, q_pe_bands, lat, rope = calls[-1]
     # a u whose band norms are u_bands: put each band's norm on its first coordinate

@@ -34,7 +34,7 @@ def tiny_kda(smollm2):
 def kda_run(tiny_kda):
     cfg = MeasureConfig(model="tiny-kda", codec="int8", bands=4, max_new_tokens=5,
                         prompts=("Write a short poem about the sea and the wind.",), reference=False)
-    return measure(tiny_kda, cfg)
+    return measure(tiny_kda, cfg).to_json()
 
 
 def test_layout_has_recurrent_and_latent_layers(tiny_kda):
@@ -89,7 +89,7 @@ class _NullRecorder:
 
 def test_unobserved_reference_generation_does_not_touch_the_decay_readings(tiny_kda):
     base = dict(model="tiny-kda", codec="int8", bands=4, max_new_tokens=3, prompts=("The capital of France is",))
-    a = measure(tiny_kda, MeasureConfig(**base, reference=False))
-    b = measure(tiny_kda, MeasureConfig(**base, reference=True))
+    a = measure(tiny_kda, MeasureConfig(**base, reference=False)).to_json()
+    b = measure(tiny_kda, MeasureConfig(**base, reference=True)).to_json()
     for la, lb in zip(a["layers"], b["layers"]):
         assert la["read"] == lb["read"] and la.get("channels") == lb.get("channels")

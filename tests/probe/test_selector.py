@@ -42,7 +42,7 @@ def tiny_dsa(smollm2):
 def dsa_run(request, tiny_dsa):
     cfg = MeasureConfig(model="tiny-dsa", codec=request.param, bands=4, max_new_tokens=6,
                         prompts=("The capital of France is a city that many people visit every year.",), reference=False)
-    return request.param, measure(tiny_dsa, cfg)
+    return request.param, measure(tiny_dsa, cfg).to_json()
 
 
 def test_layout_is_latent_indexed(tiny_dsa):
@@ -113,7 +113,7 @@ def test_witness_certificate_and_mass_bounds_on_hand_built_scores():
 def test_unobserved_reference_generation_does_not_touch_the_meters(tiny_dsa):
     """Regression: hooks stay installed during the uncompressed reference run and must ignore it."""
     base = dict(model="tiny-dsa", codec="int8", bands=4, max_new_tokens=4, prompts=("The capital of France is",))
-    a = measure(tiny_dsa, MeasureConfig(**base, reference=False))
-    b = measure(tiny_dsa, MeasureConfig(**base, reference=True))
+    a = measure(tiny_dsa, MeasureConfig(**base, reference=False)).to_json()
+    b = measure(tiny_dsa, MeasureConfig(**base, reference=True)).to_json()
     for la, lb in zip(a["layers"], b["layers"]):
         assert la["read"] == lb["read"] and la["write"] == lb["write"]

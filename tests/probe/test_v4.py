@@ -18,7 +18,7 @@ def v4_run():
     loaded = load_model("v4")
     cfg = MeasureConfig(model="v4", codec="int8", bands=4, max_new_tokens=6, prompts=(DEFAULT_PROMPTS[-1],),
                         reference=False)
-    return loaded, measure(loaded, cfg)
+    return loaded, measure(loaded, cfg).to_json()
 
 
 def test_layout_follows_the_v4_layer_types(v4_run):

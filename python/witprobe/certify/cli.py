@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import re
 import sys
 import time
 from pathlib import Path
 
-from witprobe.cliutil import (EXIT_INTERNAL, EXIT_USAGE, InputError, UsageError, add_version, quiet_third_party,
-                              read_json_object, read_with, run_handler, wants_quiet)
+from witprobe.cliutil import (EXIT_INTERNAL, EXIT_USAGE, InputError, UsageError, add_version, check_writable,
+                              quiet_third_party, read_json_object, read_with, run_handler, wants_quiet)
 
 EXIT_OK, EXIT_FAIL, EXIT_NO_LEAN = 0, 1, 3
 __all__ = ["EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_NO_LEAN", "EXIT_INTERNAL", "main"]
@@ -93,6 +94,8 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("dir", type=Path)
     rep.add_argument("--out", type=Path, default=None, metavar="FILE", help="the page to write (default: DIR/report.html)")
     sub.add_parser("doctor", help="report the environment: torch, transformers, Lean, Triton, GPU")
+    sch = sub.add_parser("schema", help="print the JSON Schema of run.json (generated from the record types)")
+    sch.add_argument("--out", type=Path, default=None, metavar="FILE", help="write it to FILE instead of stdout")
     cov = sub.add_parser("coverage", help="certify every zoo configuration and write the coverage table")
     cov.add_argument("--out", type=Path, default=Path("artifacts") / "coverage")
     cov.add_argument("--models", nargs="+", default=None, choices=sorted(MODELS))
@@ -276,6 +279,28 @@ def _cmd_doctor(_: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_schema(args: argparse.Namespace) -> int:
+    from witprobe.certify.run_record import schema_text
+
+    text = schema_text()
+    if args.out is None:
+        sys.stdout.write(text)
+        return EXIT_OK
+    if args.out.is_dir():
+        raise UsageError(f"--out {args.out} is a directory; name the file to write")
+    if not args.out.parent.is_dir():
+        raise UsageError(f"--out {args.out}: the directory {args.out.parent} does not exist")
+    check_writable(args.out)
+    tmp = args.out.with_name(f".{args.out.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, args.out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    print(f"wrote {args.out}")
+    return EXIT_OK
+
+
 def _cmd_coverage(args: argparse.Namespace) -> int:
     from witprobe.certify.campaign_coverage import COVERAGE_MODELS, run_coverage
     from witprobe.certify.pipeline import prepare_output
@@ -304,5 +329,5 @@ def main(argv: list[str] | None = None) -> int:
         quiet_third_party()  # before the parser imports transformers (tqdm reads its switch at import)
     args = _parser().parse_args(argv)
     handler = {"run": _cmd_run, "check": _cmd_check, "show": _cmd_show, "report": _cmd_report, "doctor": _cmd_doctor,
-               "coverage": _cmd_coverage}[args.command]
+               "coverage": _cmd_coverage, "schema": _cmd_schema}[args.command]
     return run_handler(handler, args, "witprobe.certify")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from witprobe.certify.run_record import LayerRecord, RunRecord, as_record
 from witprobe.kinds.base import layer_required_counters
 from witprobe.kinds.registry import KINDS
 from witprobe.self_checks import is_self_check, record_of
@@ -22,12 +23,12 @@ from witprobe.self_checks import is_self_check, record_of
 MAIN_TENSOR = {"plain_kv", "latent_kv"}
 
 
-def _layer_clean(layer: dict[str, Any], box_sup: bool) -> bool:
+def _layer_clean(layer: LayerRecord, box_sup: bool) -> bool:
     """Every self-check counter (:mod:`witprobe.self_checks`) recorded and 0: the ones the layer
     must carry (:func:`witprobe.kinds.base.layer_required_counters`; a missing one is not clean)
     and any other the layer recorded."""
-    kind = KINDS.get(layer.get("memory_class"))
-    write, read = layer.get("write", {}), layer.get("read", {})
+    kind = KINDS.get(layer.memory_class)
+    write, read = layer.write, layer.read
     if kind is not None:
         for name in layer_required_counters(kind, layer, box_sup):
             if (write if record_of(name) == "write" else read).get(name) != 0:
@@ -39,41 +40,31 @@ def _layer_clean(layer: dict[str, Any], box_sup: bool) -> bool:
     return True
 
 
-class RunConfigError(ValueError):
-    """A run's ``config`` block is malformed (the message names the field)."""
-
-
-def box_sup_on(run: dict[str, Any]) -> bool:
+def box_sup_on(run: RunRecord) -> bool:
     """Whether the run metered the box bound: ``config.box_sup``, absent meaning on (``certify run
     --box-sup off`` records ``false``)."""
-    cfg = run.get("config") if isinstance(run.get("config"), dict) else {}
-    on = cfg.get("box_sup", True)
-    if not isinstance(on, bool):
-        raise RunConfigError(f"run.json config.box_sup must be true or false, got {on!r}")
-    return on
+    return run.config.box_sup is not False
 
 
-def _observed(layer: dict[str, Any]) -> bool:
-    read = layer.get("read", {})
-    return bool(read.get("rows", 0)) or bool(read.get("state_writes", 0))
+def _observed(layer: LayerRecord) -> bool:
+    return bool(layer.read.get("rows", 0)) or bool(layer.read.get("state_writes", 0))
 
 
-def coverage(run: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per memory class present in the run."""
-    layers = run["layers"]
-    model = run.get("model", {})
+def coverage(run: RunRecord | dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per memory class present in the run (typed, or its parsed ``run.json`` object)."""
+    run = as_record(run)
     box_sup = box_sup_on(run)
-    classes: dict[str, list[dict[str, Any]]] = {}
-    for layer in layers:
-        kind = KINDS.get(layer["memory_class"])
+    classes: dict[str, list[LayerRecord]] = {}
+    for layer in run.layers:
+        kind = KINDS.get(layer.memory_class)
         for cls in kind.classes if kind is not None else ():
             classes.setdefault(cls, []).append(layer)
     rows = []
     for cls, ls in classes.items():
         covered = [x for x in ls if _observed(x) and _layer_clean(x, box_sup)]
         row: dict[str, Any] = {
-            "model": model.get("name"),
-            "family": model.get("family"),
+            "model": run.model.name,
+            "family": run.model.family,
             "memory_class": cls,
             "layers_covered": len(covered),
             "layers_total": len(ls),
@@ -81,10 +72,10 @@ def coverage(run: dict[str, Any]) -> list[dict[str, Any]]:
         if cls in MAIN_TENSOR:
             rel, cons = [], []
             for x in covered:
-                t = KINDS[x["memory_class"]].main_tensor
-                if f"{t}_rel_residual" in x["write"]:
-                    rel.append(x["write"][f"{t}_rel_residual"]["mean"])
-                    c = x["write"][f"{t}_conservativeness"]["mean"]
+                t = KINDS[x.memory_class].main_tensor
+                if f"{t}_rel_residual" in x.write:
+                    rel.append(_mean(x.write, f"{t}_rel_residual"))
+                    c = _mean(x.write, f"{t}_conservativeness")
                     if c is not None:  # None when every residual is 0 (a lossless store: eviction codecs)
                         cons.append(c)
             row["headline"] = {
@@ -92,22 +83,38 @@ def coverage(run: dict[str, Any]) -> list[dict[str, Any]]:
                 "conservativeness_median": statistics.median(cons) if cons else None,
             }
         elif cls == "sparse_selector":
-            n = sum(x["read"].get("sel_rows", 0) for x in covered)
-            top1 = sum(x["read"].get("sel_cert_witness_top1", 0) for x in covered)
-            full = sum(x["read"].get("sel_cert_witness", 0) for x in covered)
+            n = sum(_count(x.read, "sel_rows") for x in covered)
+            top1 = sum(_count(x.read, "sel_cert_witness_top1") for x in covered)
+            full = sum(_count(x.read, "sel_cert_witness") for x in covered)
             row["headline"] = {
                 "top1_certified_share": top1 / n if n else None,
                 "topk_certified_share": full / n if n else None,
                 "selector_rows": n,
             }
         elif cls == "recurrent_state":
-            means = [x["read"]["a_t"]["mean"] for x in covered if x["read"].get("a_t", {}).get("mean") is not None]
+            means = [m for x in covered if "a_t" in x.read and (m := _mean(x.read, "a_t")) is not None]
             row["headline"] = {
                 "a_mean_min": min(means) if means else None,
                 "a_mean_max": max(means) if means else None,
             }
         rows.append(row)
     return rows
+
+
+def _mean(block: dict, key: str) -> float | None:
+    """The mean of statistic ``key`` (``TypeError`` if the name holds a counter: a malformed record)."""
+    stat = block[key]
+    if isinstance(stat, int):
+        raise TypeError(f"coverage: {key} is a counter, not a statistic")
+    return stat.mean
+
+
+def _count(block: dict, key: str) -> int:
+    """Counter ``key`` (0 when absent; ``TypeError`` if the name holds a statistic)."""
+    v = block.get(key, 0)
+    if not isinstance(v, int):
+        raise TypeError(f"coverage: {key} is a statistic, not a counter")
+    return v
 
 
 def format_coverage(rows: list[dict[str, Any]]) -> list[str]:

@@ -17,9 +17,10 @@ from fractions import Fraction
 from typing import Any
 
 from witprobe.calculus import float_error, rounding
-from witprobe.certify.coverage import RunConfigError, box_sup_on, coverage
+from witprobe.certify.coverage import box_sup_on, coverage
 from witprobe.certify.derive_values import output_claims
 from witprobe.certify.end_to_end import RunScope, run_scope
+from witprobe.certify.run_record import LayerRecord, Reading, RunRecord, Statistic, as_record
 from witprobe.calculus import bridges
 from witprobe.calculus.contracts import Chain, ChainEvaluation, parallel
 from witprobe.calculus.chains import FORMS, ReadMaxima, read_chain
@@ -31,6 +32,7 @@ from witprobe.formal.obligations import ChainObligation, reference_check
 from witprobe.kinds.base import layer_required_counters
 from witprobe.kinds.registry import KINDS
 from witprobe.self_checks import is_self_check, record_of
+from witprobe.typed_json import RecordError, encode
 
 ATTN_TV = Metric("attn_dist", "tv", "read")
 
@@ -102,17 +104,19 @@ class Derivation:
         return [t for t in self.theorems if t.has_lean]
 
 
-def _stat(block: dict[str, Any], key: str, field_: str, where: str) -> float | None:
+Block = dict[str, Reading]  # a layer's write or read block (run_record.LayerRecord)
+
+
+def _stat(block: Block, key: str, field_: str, where: str) -> float | None:
+    """Field ``field_`` (``n``, ``mean``, ``min``, ``max``, ...) of statistic ``key``; a missing
+    statistic (or a counter under its name) fails closed."""
     entry = block.get(key)
-    if not isinstance(entry, dict):
+    if not isinstance(entry, Statistic):
         raise DeriveError(f"{where}: missing statistic {key!r}")
-    v = entry.get(field_)
-    if v is not None and not isinstance(v, (int, float)):
-        raise DeriveError(f"{where}: statistic {key}.{field_} is not a number")
-    return v
+    return getattr(entry, field_)
 
 
-def _counter(block: dict[str, Any], key: str, where: str) -> int:
+def _counter(block: Block, key: str, where: str) -> int:
     v = block.get(key, 0)
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         raise DeriveError(f"{where}: counter {key!r} must be a nonnegative integer, got {v!r}")
@@ -128,27 +132,21 @@ def _positive_int(v: Any, what: str) -> int:
     return int(v)
 
 
-def _recorded_max(block: dict[str, Any], key: str, where: str) -> float:
+def _recorded_max(block: Block, key: str, where: str) -> float:
     v = _stat(block, key, "max", where)
     if v is None:
         raise DeriveError(f"{where}: statistic {key!r} has no maximum although rows were read (fail closed)")
     return v
 
 
-def _run_context(run: dict[str, Any]) -> int:
+def _run_context(run: RunRecord) -> int:
     """Longest request in tokens, prompt plus generated (a bound on the keys of any read)."""
-    reqs = run.get("requests")
-    if not isinstance(reqs, list) or not reqs:
+    if not run.requests:
         raise DeriveError("run.json: 'requests' must be a nonempty list (the context length bounds the error analysis)")
-    lengths = []
-    for i, r in enumerate(reqs):
-        if not isinstance(r, dict) or not isinstance(r.get("served_tokens"), list):
-            raise DeriveError(f"run.json requests[{i}]: expected 'prompt_tokens' and a 'served_tokens' list")
-        lengths.append(_positive_int(r.get("prompt_tokens"), f"run.json requests[{i}].prompt_tokens") + len(r["served_tokens"]))
-    return max(lengths)
+    return max(r.prompt_tokens + len(r.served_tokens) for r in run.requests)
 
 
-def float_sizes(run: dict[str, Any], mclass: str, read: dict[str, Any], where: str
+def float_sizes(run: RunRecord, mclass: str, read: Block, where: str
                 ) -> tuple[float_error.Sizes, Fraction | None, Fraction | None]:
     """Sizes and recorded score magnitudes of one layer for the float64 error analysis.
 
@@ -159,26 +157,34 @@ def float_sizes(run: dict[str, Any], mclass: str, read: dict[str, Any], where: s
     plus a sink column, and the magnitudes are unknown (``None``), so only the size terms are
     checked (docs/TRUST_BOUNDARY.md).
     """
-    cfg = run.get("config") if isinstance(run.get("config"), dict) else {}
-    bands = _positive_int(cfg.get("bands"), "run.json config.bands")
+    bands = _positive_int(run.config.bands, "run.json config.bands")
     components = KINDS[mclass].score_components
-    if run.get("schema") in MAGNITUDE_SCHEMAS:
+    if run.schema in MAGNITUDE_SCHEMAS:
         width = _positive_int(_recorded_max(read, "fp_width", where), f"{where} fp_width")
         keys = _positive_int(_recorded_max(read, "keys_visible", where), f"{where} keys_visible")
         err = Fraction(_recorded_max(read, "score_err", where))
         amax = Fraction(_recorded_max(read, "score_abs_max", where))
         return float_error.Sizes(width, bands, components, keys), err, amax
-    model = run.get("model") if isinstance(run.get("model"), dict) else {}
-    width = _positive_int(model.get("head_dim"), "run.json model.head_dim")
+    width = _positive_int(run.model.head_dim, "run.json model.head_dim")
     if components == 2:  # a latent layer (nope and rope components)
         width = max(width, float_error.LEGACY_LATENT_WIDTH)
     return float_error.Sizes(width, bands, components, _run_context(run) + 1), None, None
 
 
-def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> Derivation:
-    """Claims, obligations, self-checks and readings of a run record."""
-    layers = run.get("layers")
-    if not isinstance(layers, list) or not layers:
+def as_run(run: RunRecord | dict[str, Any]) -> RunRecord:
+    """``run`` typed: a parsed ``run.json`` object is checked against the record types
+    (:func:`witprobe.certify.run_record.parse_run`); a problem is a :class:`DeriveError` naming the field."""
+    try:
+        return as_record(run)
+    except RecordError as e:
+        raise DeriveError(str(e)) from None
+
+
+def derive(run: RunRecord | dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> Derivation:
+    """Claims, obligations, self-checks and readings of a run record (typed, or its parsed JSON)."""
+    run = as_run(run)
+    layers = run.layers
+    if not layers:
         raise DeriveError("run.json: 'layers' must be a nonempty list")
     reg_tier = registry.tier_of(ATTN_TV)
     claims: list[Claim] = []
@@ -187,15 +193,11 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
     failures: list[str] = []
     readings: list[dict[str, Any]] = []
     theorems: list[ClaimTheorem] = []
-    box_on = _box_sup_on(run)
+    box_on = box_sup_on(run)
     for idx, layer in enumerate(layers):
         where = f"run.json layers[{idx}]"
-        if not isinstance(layer, dict) or layer.get("layer") != idx:
-            raise DeriveError(f"{where}: expected an object with 'layer': {idx}")
-        write, read = layer.get("write"), layer.get("read")
-        if not isinstance(write, dict) or not isinstance(read, dict):
-            raise DeriveError(f"{where}: 'write' and 'read' must be objects")
-        mclass = layer.get("memory_class")
+        write, read = layer.write, layer.read
+        mclass = layer.memory_class
         if mclass not in KINDS:
             raise DeriveError(f"{where}: memory_class {mclass!r} is not one of {sorted(KINDS)}")
         kind = KINDS[mclass]
@@ -295,17 +297,17 @@ def derive(run: dict[str, Any], registry: TierRegistry = DEFAULT_REGISTRY) -> De
                 theorems.append(th)
             tv_for_output = _composed_tv(attn, evict)
         if mclass == "dense_kv":  # the values' effect: attention output before and after W_o
-            claims.extend(output_claims(idx, layer, read, tv_for_output, run.get("schema"), failures, where, Claim))
+            claims.extend(output_claims(idx, layer, tv_for_output, run.schema, failures, where, Claim))
         if kind.selection:
             claims.extend(_selection_claims(idx, read, where, best_eval, registry, failures,
-                                            run.get("schema") in MAGNITUDE_SCHEMAS, sizes.keys))
+                                            run.schema in MAGNITUDE_SCHEMAS, sizes.keys))
         if kind.pooling:
             claims.append(_pooling_claim(idx, write, where))
         readings.append(_layer_readings(idx, mclass, write, read, where))
     return Derivation(claims, obligations, checks, failures, readings, coverage(run), theorems, run_scope(run))
 
 
-def _evict_claim(idx: int, read: dict[str, Any], where: str, reg_tier: Tier, failures: list[str]
+def _evict_claim(idx: int, read: Block, where: str, reg_tier: Tier, failures: list[str]
                  ) -> tuple[Claim, ClaimTheorem | None]:
     """The eviction claim ``L.evict_tv``: ``TV(full attention, pruned attention) <= B`` on every read
     row of the layer, with ``B = RHO / (1 + RHO)`` and ``RHO`` the layer maximum of the meter's
@@ -373,14 +375,7 @@ def _form_order(f: FormResult) -> tuple[Fraction, int]:
     return f.bound, CLAIM_ORDER.index(f.form)
 
 
-def _box_sup_on(run: dict[str, Any]) -> bool:
-    try:
-        return box_sup_on(run)
-    except RunConfigError as e:
-        raise DeriveError(str(e)) from None
-
-
-def _boxsup(idx: int, read: dict[str, Any], where: str, realized: float, keys: int, score_err: Fraction | None,
+def _boxsup(idx: int, read: Block, where: str, realized: float, keys: int, score_err: Fraction | None,
             score_abs_max: Fraction | None, c_max: Fraction, has_theorem: bool, failures: list[str]) -> FormResult:
     """The layer's box bound, rounded outward from the meter's row maximum to units of ``2**-48``.
 
@@ -414,15 +409,13 @@ def _half_life(log_a: float | None) -> float | None:
     return math.log(2) / -log_a
 
 
-def _recurrent_claim(idx: int, layer: dict[str, Any], read: dict[str, Any], write: dict[str, Any],
-                     where: str) -> Claim:
+def _recurrent_claim(idx: int, layer: LayerRecord, read: Block, write: Block, where: str) -> Claim:
     """Observation only: the contraction profile of a recurrent layer, channel identity kept."""
     e_log = _stat(read, "log_a_t", "mean", where) if "log_a_t" in read else None
     mean_a = _stat(read, "a_t", "mean", where) if "a_t" in read else None
-    n = (read.get("a_t") or {}).get("n", 0)
+    n = _stat(read, "a_t", "n", where) if "a_t" in read else 0
     hist = [_counter(read, f"a_hist_{i}", where) for i in range(5)]
-    ch = layer.get("channels") or {}
-    per = ch.get("mean_log_a") or []
+    per = layer.channels.mean_log_a if layer.channels is not None else []
     contracting = [v for v in per if v < 0]
     extra = {
         "tokens_x_channels": n,
@@ -444,7 +437,7 @@ def _recurrent_claim(idx: int, layer: dict[str, Any], read: dict[str, Any], writ
                  kind="recurrent", extra=extra)
 
 
-def _pooling_claim(idx: int, write: dict[str, Any], where: str) -> Claim:
+def _pooling_claim(idx: int, write: Block, where: str) -> Claim:
     """Block pooling of compressed entries: not an error source, reported with both contracts.
 
     Pooling acts on uncompressed token projections; a token-level error upstream of it would be
@@ -476,7 +469,7 @@ SELECTION_MEASURED_ON = "truncation sets: attention vs selector mass outside the
 SELECTION_APPLIED_TO = "swap sets: tokens the compression moves in or out of the top-k"
 
 
-def _selection_claims(idx: int, read: dict[str, Any], where: str, attn_eval, registry: TierRegistry,
+def _selection_claims(idx: int, read: Block, where: str, attn_eval, registry: TierRegistry,
                       failures: list[str], magnitudes: bool = False, legacy_keys: int = 1) -> list[Claim]:
     """The Select stage of a DSA layer and the end-to-end composition with the read chain.
 
@@ -508,7 +501,7 @@ def _selection_claims(idx: int, read: dict[str, Any], where: str, attn_eval, reg
         "certified_rows_share": cert_rows / sel_rows if sel_rows else None,
         "top1_certified_share": _counter(read, "sel_cert_witness_top1", where) / sel_rows if sel_rows else None,
         "changed_rows_share": _counter(read, "sel_changed", where) / sel_rows if sel_rows else None,
-        "eta": {k: read[k] for k in sorted(read) if k.startswith("sel_eta")},
+        "eta": {k: encode(read[k]) for k in sorted(read) if k.startswith("sel_eta")},
     }
     out = [Claim(f"L{idx:02d}.selection", idx, sel_metric, "witness", sel_eval.bound, False,
                  meet(registry.tier_of(sel_metric), sel_chain.tier), realized_bs, kind="selection", extra=extra,
@@ -534,7 +527,7 @@ def _selection_claims(idx: int, read: dict[str, Any], where: str, attn_eval, reg
     return out
 
 
-def _layer_readings(idx: int, mclass: str, write: dict[str, Any], read: dict[str, Any], where: str) -> dict[str, Any]:
+def _layer_readings(idx: int, mclass: str, write: Block, read: Block, where: str) -> dict[str, Any]:
     """Diagnostic readings (means, maxima, shares) of one layer: never bounds."""
     rows = _counter(read, "rows", where)
     main = KINDS[mclass].main_tensor
@@ -542,7 +535,7 @@ def _layer_readings(idx: int, mclass: str, write: dict[str, Any], read: dict[str
         "layer": idx,
         "memory_class": mclass,
         "main_tensor": main,
-        "entries": (write.get(f"{main}_witness") or {}).get("n", 0),
+        "entries": _stat(write, f"{main}_witness", "n", where) if f"{main}_witness" in write else 0,
         "rows": rows,
         "tv_realized_max": _stat(read, "tv_realized", "max", where),
         "tv_realized_mean": _stat(read, "tv_realized", "mean", where),

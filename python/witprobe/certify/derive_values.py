@@ -24,26 +24,28 @@ from typing import Any
 from witprobe.calculus import rounding
 from witprobe.calculus.metrics import Metric
 from witprobe.calculus.tiers import Tier
+from witprobe.certify.run_record import LayerRecord, Reading, Statistic
 
 OUTPUT_SCHEMAS = ("witprobe-run/3",)  # run schemas whose dense-KV reads carry the output meter
 ATTN_OUT = Metric("attn_out", "l2", "read")
 ATTN_OUT_PROJ = Metric("attn_out_proj", "l2", "read")
 
 
-def _max(read: dict[str, Any], key: str, where: str) -> float:
+def _max(read: dict[str, Reading], key: str, where: str) -> float:
     entry = read.get(key)
-    v = entry.get("max") if isinstance(entry, dict) else None
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
+    v = entry.max if isinstance(entry, Statistic) else None
+    if v is None:
         raise ValueError(f"{where}: statistic {key!r} has no maximum although output rows were read (fail closed)")
     return float(v)
 
 
-def output_claims(idx: int, layer: dict[str, Any], read: dict[str, Any], tv_claim: Any, schema: Any,
-                  failures: list[str], where: str, claim_cls: type) -> list[Any]:
+def output_claims(idx: int, layer: LayerRecord, tv_claim: Any, schema: str, failures: list[str], where: str,
+                  claim_cls: type) -> list[Any]:
     """The ``attn_out`` (and, with a recorded ``o_proj``, ``attn_out_proj``) claims of one dense-KV
     layer; updates ``failures`` with a beaten bound or a missing record. Its self-check counters
     (``rows_out_beaten``, ``rows_out_proj_beaten``) are required and totalled by derivation
     (:func:`witprobe.kinds.base.layer_required_counters`)."""
+    read = layer.read
     rows = read.get("out_rows", 0)
     if not rows:
         if schema in OUTPUT_SCHEMAS and read.get("rows"):
@@ -62,16 +64,16 @@ def output_claims(idx: int, layer: dict[str, Any], read: dict[str, Any], tv_clai
         "value_term": rounding.decimal_up(value, 6),
         "spread_max": _max(read, "out_spread", where),
         "realized_err_max": realized,
-        "realized_err_mean": (read.get("out_err") or {}).get("mean"),
+        "realized_err_mean": _mean(read, "out_err"),
         "rows": rows,
     }
     out = [_claim(claim_cls, f"L{idx:02d}.attn_out", idx, ATTN_OUT, bound, trivial, realized, "attn_out", extra,
                   failures)]
-    proj = layer.get("o_proj")
-    if isinstance(proj, dict):
+    proj = layer.o_proj
+    if proj is not None:
         try:
-            sigma = rounding.parse_fraction(proj["opnorm_upper"])
-        except (KeyError, TypeError, ValueError):
+            sigma = rounding.parse_fraction(proj.opnorm_upper)
+        except (TypeError, ValueError):
             failures.append(f"layer {idx}: o_proj.opnorm_upper is missing or not an exact rational (fail closed)")
             return out
         if sigma <= 0:
@@ -82,18 +84,23 @@ def output_claims(idx: int, layer: dict[str, Any], read: dict[str, Any], tv_clai
         p_real = _max(read, "out_proj_err", where)
         p_bound = sigma * (2 * tv * s_l2 + v_l2)
         p_extra = {
-            "opnorm_upper": proj.get("opnorm_upper_decimal"),
-            "frobenius_upper": proj.get("frobenius_upper_decimal"),
+            "opnorm_upper": proj.opnorm_upper_decimal,
+            "frobenius_upper": proj.frobenius_upper_decimal,
             "tv_bound_used": rounding.decimal_up(tv, 6),
             "tv_bound_trivial": trivial,
             "tv_term": rounding.decimal_up(sigma * 2 * tv * s_l2, 6),
             "value_term": rounding.decimal_up(sigma * v_l2, 6),
             "realized_err_max": p_real,
-            "realized_err_mean": (read.get("out_proj_err") or {}).get("mean"),
+            "realized_err_mean": _mean(read, "out_proj_err"),
         }
         out.append(_claim(claim_cls, f"L{idx:02d}.attn_out_proj", idx, ATTN_OUT_PROJ, p_bound, trivial, p_real,
                           "attn_out_proj", p_extra, failures))
     return out
+
+
+def _mean(read: dict[str, Reading], key: str) -> float | None:
+    entry = read.get(key)
+    return entry.mean if isinstance(entry, Statistic) else None
 
 
 def _claim(claim_cls: type, cid: str, idx: int, metric: Metric, bound: Fraction, trivial: bool, realized: float,

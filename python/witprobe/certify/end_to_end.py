@@ -19,7 +19,10 @@ run has no reference (``--no-reference``) or predates these readings.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from witprobe.certify.run_record import RequestRecord, RunRecord
 
 DEFAULT_TV_TOLERANCE = 0.1
 CLOSE, DIVERGED, NOT_MEASURED = "close", "diverged", "not_measured"
@@ -49,42 +52,39 @@ class EndToEnd:
         return asdict(self)
 
 
-def _floats(v: Any, where: str) -> list[float]:
-    if not isinstance(v, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
-        raise EndToEndError(f"{where} must be a list of numbers")
+def _readings(v: list[float], where: str) -> list[float]:
     if any(x < 0 or x != x for x in v):
         raise EndToEndError(f"{where} holds a negative or NaN reading")
     return [float(x) for x in v]
 
 
-def end_to_end(run: dict[str, Any]) -> EndToEnd:
-    """The end-to-end summary of a run record (pure; ``certify check`` re-derives it)."""
-    cfg = run.get("config") if isinstance(run.get("config"), dict) else {}
-    tol = cfg.get("e2e_tv_tolerance", DEFAULT_TV_TOLERANCE)
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol <= 1:
+def end_to_end(requests: list[RequestRecord], tolerance: float | None) -> EndToEnd:
+    """The end-to-end summary of a run's requests (pure; ``certify check`` re-derives it);
+    ``tolerance`` is ``config.e2e_tv_tolerance`` (``None``: the default 0.1)."""
+    tol = DEFAULT_TV_TOLERANCE if tolerance is None else tolerance
+    if not 0 <= tol <= 1:
         raise EndToEndError(f"run.json config.e2e_tv_tolerance must be a number in [0, 1], got {tol!r}")
     tvs: list[float] = []
     kls: list[float] = []
     agree = matches = total = 0
     has_greedy = has_steps = False
-    for i, r in enumerate(run.get("requests") or []):
+    for i, r in enumerate(requests):
         where = f"run.json requests[{i}]"
-        if "next_token_tv" in r or "next_token_kl" in r:
-            tv = _floats(r.get("next_token_tv"), f"{where}.next_token_tv")
-            kl = _floats(r.get("next_token_kl"), f"{where}.next_token_kl")
-            if len(tv) != len(kl) or len(tv) != len(r.get("served_tokens") or []):
+        if r.next_token_tv is not None or r.next_token_kl is not None:
+            tv = _readings(r.next_token_tv or [], f"{where}.next_token_tv")
+            kl = _readings(r.next_token_kl or [], f"{where}.next_token_kl")
+            if len(tv) != len(kl) or len(tv) != len(r.served_tokens):
                 raise EndToEndError(f"{where}: next_token_tv, next_token_kl and served_tokens differ in length")
             if any(x > 1 + 1e-12 for x in tv):
                 raise EndToEndError(f"{where}.next_token_tv holds a TV above 1")
             tvs.extend(tv)
             kls.extend(kl)
             has_steps = True
-        if "agreeing_prefix" in r and isinstance(r.get("reference_tokens"), list):
-            served, ref = r["served_tokens"], r["reference_tokens"]
+        if r.agreeing_prefix is not None and r.reference_tokens is not None:
             has_greedy = True
-            agree += int(r["agreeing_prefix"])
-            matches += sum(a == b for a, b in zip(served, ref))
-            total += len(served)
+            agree += r.agreeing_prefix
+            matches += sum(a == b for a, b in zip(r.served_tokens, r.reference_tokens))
+            total += len(r.served_tokens)
     if has_steps and tvs:
         status = DIVERGED if max(tvs) > tol else CLOSE
     else:
@@ -128,10 +128,7 @@ class RunScope:
     layer_classes: dict[int, str]
 
 
-def run_scope(run: dict[str, Any]) -> RunScope:
+def run_scope(run: RunRecord) -> RunScope:
     """The scope of a run record; malformed end-to-end readings raise ``ValueError`` naming the field."""
-    cfg = run.get("config") if isinstance(run.get("config"), dict) else {}
-    vc = cfg.get("compress_values")
-    classes = {i: str(layer.get("memory_class")) for i, layer in enumerate(run.get("layers") or [])
-               if isinstance(layer, dict)}
-    return RunScope(end_to_end(run), vc if isinstance(vc, bool) else None, classes)
+    classes = {layer.layer: layer.memory_class for layer in run.layers}
+    return RunScope(end_to_end(run.requests, run.config.e2e_tv_tolerance), run.config.compress_values, classes)

@@ -39,11 +39,13 @@ from witprobe.calculus.tiers import Tier
 from witprobe.certify import verdict
 from witprobe.certify.certificate import CERT_SCHEMA, sha256_text
 from witprobe.certify.coverage import format_coverage
-from witprobe.certify.derive import DeriveError, derive
-from witprobe.certify.end_to_end import EndToEnd, format_end_to_end
+from witprobe.certify.derive import DeriveError, as_run, derive
+from witprobe.certify.end_to_end import DEFAULT_TV_TOLERANCE, EndToEnd, format_end_to_end
 from witprobe.certify.pipeline import REPORT_FILE, RUN_SCHEMA_PREFIX
 from witprobe.certify.report import print_summary, print_table
+from witprobe.certify.run_record import Reading, RunRecord, Statistic
 from witprobe.cliutil import InputError, UsageError, read_json_object, read_with
+from witprobe.typed_json import encode
 
 __all__ = ["Report", "load_report", "render_html", "write_report", "REPORT_FILE"]
 
@@ -233,64 +235,68 @@ def _claim(i: int, c: dict[str, Any]) -> ClaimRow:
     )
 
 
-def _spread(s: dict[str, Any]) -> Spread:
-    return Spread(min=_num(s["min"], "min"), mean=_num(s["mean"], "mean"), max=_num(s["max"], "max"), n=int(s["n"]))
+def _spread(s: Statistic) -> Spread:
+    return Spread(min=_num(s.min, "min"), mean=_num(s.mean, "mean"), max=_num(s.max, "max"), n=s.n)
 
 
-def _writes(run: dict[str, Any]) -> list[WriteStats]:
+def _writes(run: RunRecord) -> list[WriteStats]:
     """Per layer and tensor: residual, witness and W/||D|| (every ``<t>_residual`` with a ``<t>_witness``)."""
     out = []
-    for i, layer in enumerate(run["layers"]):
-        write = layer.get("write") or {}
+    for layer in run.layers:
+        write = layer.write
         for key in sorted(k for k in write if k.endswith("_residual") and not k.endswith("_rel_residual")):
             t = key[: -len("_residual")]
-            if f"{t}_witness" not in write or not isinstance(write[key], dict) or "n" not in write[key]:
-                continue
-            if write[key]["n"] == 0:
+            res, wit = write[key], write.get(f"{t}_witness")
+            if not isinstance(res, Statistic) or not isinstance(wit, Statistic) or res.n == 0:
                 continue
             cons = write.get(f"{t}_conservativeness")
-            viol = sum(int(write.get(f"{t}_viol_witness_{w}", 0)) for w in ("below_residual", "above_sqrt_bands"))
-            out.append(WriteStats(layer=int(layer.get("layer", i)), tensor=t, residual=_spread(write[key]),
-                                  witness=_spread(write[f"{t}_witness"]),
-                                  conservativeness=_spread(cons) if isinstance(cons, dict) and cons.get("n") else None,
+            viol = sum(_count(write, f"{t}_viol_witness_{w}") for w in ("below_residual", "above_sqrt_bands"))
+            out.append(WriteStats(layer=layer.layer, tensor=t, residual=_spread(res), witness=_spread(wit),
+                                  conservativeness=_spread(cons) if isinstance(cons, Statistic) and cons.n else None,
                                   violations=viol))
     return out
 
 
-def _requests(run: dict[str, Any]) -> list[RequestReading]:
+def _count(block: dict[str, Reading], key: str) -> int:
+    v = block.get(key, 0)
+    if not isinstance(v, int):
+        raise ValueError(f"{key} is a statistic, not a counter")
+    return v
+
+
+def _requests(run: RunRecord) -> list[RequestReading]:
     out = []
-    for i, r in enumerate(run.get("requests") or []):
-        served = r["served_tokens"]
-        ref = r.get("reference_tokens")
-        tv = tuple(_num(x, f"requests[{i}].next_token_tv") for x in (r.get("next_token_tv") or []))
+    for i, r in enumerate(run.requests):
+        ref = r.reference_tokens
+        tv = tuple(_num(x, f"requests[{i}].next_token_tv") for x in (r.next_token_tv or []))
         out.append(RequestReading(
-            index=int(r.get("prompt_index", i)), prompt_tokens=int(r["prompt_tokens"]), served=len(served),
-            agreeing_prefix=int(r["agreeing_prefix"]) if "agreeing_prefix" in r else None,
-            position_matches=sum(a == b for a, b in zip(served, ref)) if isinstance(ref, list) else None,
+            index=r.prompt_index, prompt_tokens=r.prompt_tokens, served=len(r.served_tokens),
+            agreeing_prefix=r.agreeing_prefix,
+            position_matches=sum(a == b for a, b in zip(r.served_tokens, ref)) if ref is not None else None,
             next_token_tv=tv))
     return out
 
 
-def _prompt_text(p: Any) -> str:
+def _prompt_text(p: str | list[dict[str, str]]) -> str:
+    """A prompt as one line: the string, or a chat's messages as ``role: content`` joined by `` / ``."""
     if isinstance(p, str):
         return p
-    if isinstance(p, dict) and isinstance(p.get("messages"), list):  # a chat prompt
-        return " / ".join(f"{m['role']}: {m['content']}" for m in p["messages"])
-    return str(p)
+    return " / ".join(f"{m.get('role', '?')}: {m.get('content', '')}" for m in p)
 
 
-def _read_run(run: dict[str, Any]) -> dict[str, Any]:
-    model, cfg, env = run["model"], run["config"], run["environment"]
+def _read_run(run: RunRecord) -> dict[str, Any]:
+    model, cfg, env = run.model, run.config, run.environment
     return {
-        "header": dict(model=str(model["name"]), family=str(model["family"]), memory_class=str(model["memory_class"]),
-                       num_layers=int(model["num_layers"]), codec=str(cfg["codec"]), bands=int(cfg["bands"]),
-                       compress_values=bool(cfg["compress_values"]), max_new_tokens=int(cfg["max_new_tokens"]),
-                       prompts=tuple(_prompt_text(p) for p in cfg["prompts"]),
-                       measured_with=str(env["witprobe"]),
-                       environment=tuple((str(k), str(v)) for k, v in sorted(env.items()))),
+        "header": dict(model=model.name, family=model.family, memory_class=model.memory_class,
+                       num_layers=model.num_layers, codec=cfg.codec, bands=cfg.bands,
+                       compress_values=cfg.compress_values, max_new_tokens=cfg.max_new_tokens,
+                       prompts=tuple(_prompt_text(p) for p in cfg.prompts),
+                       measured_with=env.witprobe,
+                       environment=tuple(sorted(encode(env).items()))),
         "writes": _writes(run),
         "requests": _requests(run),
-        "tv_tolerance": _num(cfg.get("e2e_tv_tolerance", 0.1), "config.e2e_tv_tolerance"),
+        "tv_tolerance": _num(DEFAULT_TV_TOLERANCE if cfg.e2e_tv_tolerance is None else cfg.e2e_tv_tolerance,
+                             "config.e2e_tv_tolerance"),
     }
 
 
@@ -343,12 +349,13 @@ def load_report(directory: Path) -> Report:
         raise InputError(cert_path, "run_json_sha256", f"is not the SHA-256 of {run_path} ({run_sha}): "
                                                        "the certificate was not made from this run")
     try:
-        derive(run)  # the parser `certify check` uses: a run it cannot derive is corrupt
+        typed = as_run(run)  # the typed record: every field _read_run reads has its type
+        derive(typed)  # the parser `certify check` uses: a run it cannot derive is corrupt
+        r = _read_run(typed)
     except DeriveError as e:
         raise InputError(run_path, "", f"cannot be derived: {e}") from None
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
         raise InputError(run_path, "", f"malformed ({type(e).__name__}: {e})") from None
-    r = read_with(run_path, run, _read_run)
     c = read_with(cert_path, cert, _read_cert)
     header = Header(**r["header"], rendered_with=__version__, run_sha256=run_sha, coq_line=c["coq_line"],
                     lean_line=c["lean_line"], coq_checked=c["coq_checked"], lean_checked=c["lean_checked"])

@@ -27,6 +27,7 @@ from witprobe.models.zoo import MODELS, LoadedModel
 from witprobe.probe.box_sup import DEFAULT_SPEC as BOX_SUP_DEFAULT
 from witprobe.probe.layouts import layer_kinds, text_config, witness_cache_for
 from witprobe.probe.observer import ATTN_IMPLEMENTATION, Observer
+from witprobe.certify.run_record import RUN_SCHEMA, RunRecord, parse_run
 from witprobe.probe.recurrent import DecayHooks
 from witprobe.probe.query_aligned import QueryBasis
 from witprobe.probe.selector import SelectorHooks
@@ -35,8 +36,6 @@ from witprobe.probe.v4 import PageSelectorHooks
 # model hooks by name (MemoryKind.hook), in installation order, with what each finds in a model
 HOOKS = {"pages": (PageSelectorHooks, "page indexers"), "decay": (DecayHooks, "forget gates"),
          "indexer": (SelectorHooks, "indexer modules")}
-RUN_SCHEMA = "witprobe-run/3"  # /2: reads record the magnitudes of the float64 error analysis;
-# /3: dense-KV reads record the attention-output meter, requests the per-step next-token readings
 
 DEFAULT_PROMPTS = (
     "What is the capital of France? Answer in one sentence.",
@@ -180,8 +179,12 @@ def _encode(tokenizer: Any, prompt: Prompt) -> dict[str, torch.Tensor]:
 
 
 def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None = None,
-            query_basis: QueryBasis | None = None) -> dict[str, Any]:
-    """Run every prompt through the witness cache; return the run record (run.json content).
+            query_basis: QueryBasis | None = None) -> RunRecord:
+    """Run every prompt through the witness cache; return the run record (stored as run.json).
+
+    The record is built from the meters' readback and checked against its types
+    (:func:`witprobe.certify.run_record.parse_run`): a meter that records a self-check counter as
+    anything but a count fails here, before anything is written.
 
     With ``query_basis`` (:func:`witprobe.probe.query_aligned.calibrate`, on prompts disjoint from
     ``cfg.prompts``) the dense-KV reads also record the query-aligned forms (tier ``empirical``).
@@ -227,7 +230,7 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
         for i in range(num_layers)
     ]
     spec = MODELS.get(cfg.model)
-    return {
+    return parse_run({
         "schema": RUN_SCHEMA,
         "environment": environment(),
         "model": {
@@ -252,7 +255,7 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
         },
         "requests": requests,
         "layers": layers,
-    }
+    }, "measured run.json")
 
 
 def next_token_divergence(model: Any, context: torch.Tensor, n_prompt: int,

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from witprobe.certify.certificate import OBLIGATIONS_FILE, assemble, canonical_json, sha256_text
-from witprobe.certify.derive import Derivation, derive
+from witprobe.certify.derive import Derivation, as_run, derive
+from witprobe.certify.run_record import RunRecord
 from witprobe.certify.kernels import KernelOutcomes, coq_check, lean_check, lean_real_check
 from witprobe.cliutil import UsageError, check_writable
 from witprobe.formal.render import render_run
@@ -88,11 +89,12 @@ class Produced:
     certificate: dict[str, Any]
 
 
-def produce(run: dict[str, Any], lean_mode: str, workdir: Path, lean_timeout_s: float = 600.0,
+def produce(run: RunRecord | dict[str, Any], lean_mode: str, workdir: Path, lean_timeout_s: float = 600.0,
             coq_mode: str = "auto") -> Produced:
     """Derive, render (``run.lean``, ``run.v``, ``run_real.lean``), check with Coq and Lean and
-    assemble; files are written under ``workdir``."""
-    run_text = canonical_json(run)
+    assemble; files are written under ``workdir``. A ``run`` given as JSON is checked against
+    the record types first."""
+    run_text = canonical_json(as_run(run).to_json())
     run_sha = sha256_text(run_text)
     deriv = derive(json.loads(run_text))  # derive from exactly what is stored
     workdir.mkdir(parents=True, exist_ok=True)
@@ -152,7 +154,7 @@ def _remove_run_files(d: Path) -> None:
     d.rmdir()
 
 
-def write_run_dir(run: dict[str, Any], out: Path, lean_mode: str, force: bool = False,
+def write_run_dir(run: RunRecord | dict[str, Any], out: Path, lean_mode: str, force: bool = False,
                   coq_mode: str = "auto") -> Produced:
     """Produce the run directory atomically at ``out``."""
     prepare_output(out, force)

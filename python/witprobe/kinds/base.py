@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from witprobe.calculus.bridges import EntrySpec
 from witprobe.self_checks import EVICT_CHECKS, OUTPUT_CHECKS, write_counters
+
+if TYPE_CHECKING:
+    from witprobe.certify.run_record import LayerRecord
 
 MEMORY_CLASSES = ("plain_kv", "latent_kv", "sparse_selector", "recurrent_state")
 """The four memory classes of the paper (section 1): dense KV, latent KV (MLA), learned sparse
@@ -135,7 +138,7 @@ SELECTION_CHECKS = ("indexer_recon_mismatch", "sel_flip_in_witness_cert", "sel_m
 BOXSUP_CHECK = "rows_boxsup_beaten"
 
 
-def layer_required_counters(kind: MemoryKind, layer: dict[str, Any], box_sup: bool) -> tuple[str, ...]:
+def layer_required_counters(kind: MemoryKind, layer: LayerRecord, box_sup: bool) -> tuple[str, ...]:
     """Every self-check counter one ``run.json`` layer must carry (a missing one fails closed).
 
     The kind's own counters (:attr:`MemoryKind.required_counters`), and those of the meters the
@@ -144,12 +147,12 @@ def layer_required_counters(kind: MemoryKind, layer: dict[str, Any], box_sup: bo
     where the layer records ``o_proj``), and the eviction meter where it read rows
     (``read.evict_rows`` present). The one list derivation, coverage and the report all read.
     """
-    read = layer.get("read") if isinstance(layer.get("read"), dict) else {}
+    read = layer.read
     names = list(kind.required_counters)
     if kind.reads and box_sup:
         names.append(BOXSUP_CHECK)
     if read.get("out_rows"):
-        names += [c.pattern for c in OUTPUT_CHECKS if c.pattern != "rows_out_proj_beaten" or "o_proj" in layer]
+        names += [c.pattern for c in OUTPUT_CHECKS if c.pattern != "rows_out_proj_beaten" or layer.o_proj is not None]
     if "evict_rows" in read:
         names += [c.pattern for c in EVICT_CHECKS]
     return tuple(names)
