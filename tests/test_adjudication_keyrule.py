@@ -17,7 +17,7 @@ from witprobe.campaign.adjudication import (
     naive_concurrency,
     run,
 )
-from witprobe.ledger.key_rule import REQUIRED, Dim, KeyedCount, KeyRuleViolation, collision, covers, key_of
+from lean_mirrors import REQUIRED, Dim, KeyedCount, KeyRuleViolation, collision, covers, key_of
 
 
 def test_registered_fields_are_complete_and_match_lean():

@@ -9,13 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from witprobe.calculus import (
-    Bound,
     Chain,
     Contract,
     Metric,
     MetricError,
     MetricMismatch,
-    Reading,
     Tier,
     TierRegistry,
     UnregisteredMetric,
@@ -142,9 +140,7 @@ def test_unregistered_metric_is_a_hard_error():
     with pytest.raises(UnregisteredMetric, match="not registered"):
         reg.require("entry:l2@write")
     with pytest.raises(UnregisteredMetric):
-        Bound(Metric.parse("nowhere:x@y"), Fraction(1, 10), Tier.CERTIFIED)
-    with pytest.raises(UnregisteredMetric):
-        Reading(Metric.parse("nowhere:x@y"), 0.1)
+        DEFAULT_REGISTRY.tier_of(Metric.parse("nowhere:x@y"))
 
 
 def test_registry_entries_state_a_reason_and_readings_stay_empirical():
@@ -159,25 +155,6 @@ def test_registry_entries_state_a_reason_and_readings_stay_empirical():
         reg = TierRegistry()
         reg.register("a:b@c", Tier.CERTIFIED, "why", "bound")
         reg.register("a:b@c", Tier.CERTIFIED, "why", "bound")
-
-
-def test_a_reading_cannot_pose_as_a_bound():
-    with pytest.raises(TypeError, match="reading"):
-        Bound(Metric.parse("attn_dist:tv_realized@read"), Fraction(1, 100), Tier.EMPIRICAL)
-    r = Reading(Metric.parse("entry:rel_residual@write"), 0.008, "mean")
-    assert r.tier is Tier.EMPIRICAL
-    with pytest.raises(ValueError, match="statistic"):
-        Reading(Metric.parse("entry:rel_residual@write"), 0.008, "typical")
-    reg = TierRegistry()
-    reg.register("sel:mass@select", Tier.PARTIAL, "rank-prefix subset only", "bound")
-    with pytest.raises(ValueError, match="at most partial"):
-        Bound(Metric.parse("sel:mass@select"), Fraction(1, 10), Tier.CERTIFIED, registry=reg)
-
-
-def test_vacuous_tv_bound_is_flagged():
-    assert Bound(Metric.parse("attn_dist:tv@read"), Fraction(1), Tier.CERTIFIED).vacuous
-    assert not Bound(Metric.parse("attn_dist:tv@read"), Fraction(99, 100), Tier.CERTIFIED).vacuous
-    assert not Bound(Metric.parse("score:linf@read"), Fraction(3), Tier.CERTIFIED).vacuous
 
 
 def test_a_source_only_contract_holds_only_at_the_exact_input():
@@ -215,8 +192,6 @@ def test_metrics_given_as_text_are_parsed_into_metrics():
     c = Contract("store", "entry:l2@write", "entry:l2@read", 1, 0)
     assert c.m_in == Metric.parse("entry:l2@write") and c.m_out == Metric.parse("entry:l2@read")
     assert isinstance(c.m_in, Metric) and isinstance(c.m_out, Metric)
-    b = Bound("attn_dist:tv@read", Fraction(1, 2), Tier.CERTIFIED)
-    assert isinstance(b.metric, Metric) and b.metric == Metric.parse("attn_dist:tv@read")
 
 
 @pytest.mark.parametrize("reason", ["", "   "])

@@ -19,9 +19,10 @@ from witprobe.memory.codecs import (
     KIVICodec,
     MantissaMaskCodec,
     SinkWindowPolicy,
-    StateIntCodec,
     make_codec,
 )
+
+from state_int_codec import StateIntCodec  # noqa: E402 - tests/memory is on sys.path under pytest
 
 finite_floats = st.floats(min_value=-1e4, max_value=1e4, allow_nan=False, allow_infinity=False, width=32)
 

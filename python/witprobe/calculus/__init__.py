@@ -22,10 +22,8 @@ from witprobe.calculus.registry import (
     TierRegistry,
     UnregisteredMetric,
 )
-from witprobe.calculus.records import Bound, Reading, is_vacuous
 
 __all__ = [
-    "Bound",
     "Chain",
     "ChainEvaluation",
     "Contract",
@@ -33,7 +31,6 @@ __all__ = [
     "Metric",
     "MetricError",
     "MetricMismatch",
-    "Reading",
     "RegisteredMetric",
     "StageValue",
     "Tier",
@@ -42,7 +39,6 @@ __all__ = [
     "TransferKind",
     "UnregisteredMetric",
     "compose",
-    "is_vacuous",
     "meet",
     "meet_all",
 ]

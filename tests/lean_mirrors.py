@@ -1,4 +1,7 @@
-"""The aggregation-key rule, mirroring ``Witprobe/KeyRule.lean``.
+"""Python mirrors of Lean theorems that no witprobe command uses: the tests check them against
+the Lean statements' decisions (one module, outside the package).
+
+The aggregation-key rule, mirroring ``Witprobe/KeyRule.lean``.
 
 Ledger counters (reads, owner changes, restorations, spends) are aggregated under a key. A key
 that omits one of owner, layer, page, slot, generation, step merges events that differ in that
