@@ -24,7 +24,8 @@ from witprobe.memory.codecs import (CODECS, EVICT, CodecError, EvictionCodec, He
 from witprobe.models.zoo import load_model
 from witprobe.probe import witness_cache
 from witprobe.probe.layouts import text_config, witness_cache_for
-from witprobe.probe.observer import ATTN_IMPLEMENTATION, Observer
+from witprobe.probe.attention import ATTN_IMPLEMENTATION
+from witprobe.probe.observer import Observer
 
 EVICTION_CODECS = ("evict-streaming", "evict-h2o", "evict-snapkv")
 PROMPT = ("The team met on Monday to review the quarterly results. Sales grew in the north but fell in the south, "

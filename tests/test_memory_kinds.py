@@ -22,7 +22,8 @@ from witprobe.kinds.registry import KINDS, RegistryError, register, unregister
 from witprobe.memory.codecs import make_codec
 from witprobe.models.zoo import MODELS
 from witprobe.probe.layouts import LayoutError, layer_kinds, witness_cache_for
-from witprobe.probe.observer import Observer, witprobe_attention
+from witprobe.probe.attention import witprobe_attention
+from witprobe.probe.observer import Observer
 from witprobe.self_checks import lookup
 
 BANDS, HEADS, KV_HEADS, DIM, TOKENS = 4, 4, 2, 16, 10
@@ -90,10 +91,14 @@ def _toy_run(toy: MemoryKind) -> dict:
     snap = obs.snapshot()
     return {
         "schema": "witprobe-run/2",
-        "model": {"name": "toy", "family": "toy", "head_dim": DIM},
-        "config": {"codec": "int4", "bands": BANDS},
-        "requests": [{"prompt_tokens": TOKENS, "served_tokens": []}],
-        "layers": [{"layer": i, "memory_class": kind, "write": snap["write"][i], "read": snap["read"][i]}
+        "model": {"name": "toy", "family": "toy", "memory_class": "toy_kv+dense_kv", "num_layers": len(cache.layers),
+                  "num_heads": HEADS, "num_kv_heads": KV_HEADS, "head_dim": DIM, "provenance": {}},
+        "config": {"codec": "int4", "bands": BANDS, "compress_values": True, "max_new_tokens": 1, "prompts": ["toy"]},
+        "environment": {"platform": "test", "python": "3", "torch": torch.__version__, "transformers": "-",
+                        "witprobe": "-"},
+        "requests": [{"prompt_index": 0, "prompt_tokens": TOKENS, "served_tokens": []}],
+        "layers": [{"layer": i, "memory_class": kind, "write": snap["write"][i], "read": snap["read"][i],
+                    "host_write_calls": snap["host_write_calls"][i], "host_read_calls": snap["host_read_calls"][i]}
                    for i, kind in enumerate(layer_kinds(cfg))],
     }
 

@@ -7,7 +7,7 @@ import torch
 
 import witprobe
 from witprobe.models.zoo import load_model
-from witprobe.probe.observer import ObserverError
+from witprobe.probe.errors import ObserverError
 
 
 @pytest.fixture(scope="module")

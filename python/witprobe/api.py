@@ -16,7 +16,7 @@ three TV bounds). On exit the model's previous attention implementation is resto
 the block raises.
 
 Fail closed: a read through a cache that is not the witness cache raises
-:class:`witprobe.probe.observer.ObserverError` at once; and on exit, a layer that was written
+:class:`witprobe.probe.errors.ObserverError` at once; and on exit, a layer that was written
 but never read through the meter (e.g. the model was switched back to ``sdpa`` inside the block)
 raises :class:`UnobservedReads`, because its bounds would speak about nothing.
 """
@@ -30,7 +30,9 @@ from typing import Any
 
 from witprobe.memory.codecs import make_codec
 from witprobe.probe.layouts import text_config, witness_cache_for
-from witprobe.probe.observer import ATTN_IMPLEMENTATION, Observer, ObserverError
+from witprobe.probe.attention import ATTN_IMPLEMENTATION
+from witprobe.probe.errors import ObserverError
+from witprobe.probe.observer import Observer
 from witprobe.probe.witness_cache import WitnessCache
 
 

@@ -20,7 +20,9 @@ import witprobe.probe.witness_cache as wc
 from witprobe.memory.codecs import make_codec
 from witprobe.probe.accumulators import Accumulator
 from witprobe.probe.meters import WitnessBatch, read_rows_from_scores
-from witprobe.probe.observer import BEATEN_ABS_TOL, BEATEN_REL_TOL, Observer, ObserverError, witprobe_attention
+from witprobe.probe.attention import witprobe_attention
+from witprobe.probe.errors import ObserverError
+from witprobe.probe.observer import BEATEN_ABS_TOL, BEATEN_REL_TOL, Observer
 from witprobe.probe.selector import fold_selection, selection_rows
 from witprobe.probe.witness_cache import ReadScores, WitnessCache
 
@@ -393,7 +395,7 @@ def test_the_eviction_bound_carries_the_retained_logits_error_and_the_log_sum_ex
     violation."""
     from types import SimpleNamespace
 
-    from witprobe.probe.observer import evict_rows
+    from witprobe.probe.meters_evict import evict_rows
 
     t, u = 4, 2.0 ** -53
     s = torch.full((1, 1, 1, t), 50.0, dtype=torch.float64)

@@ -160,7 +160,8 @@ def test_liveness_device_counter_equals_expected_calls_exactly(smollm2, meter):
 def test_probe_through_the_witness_cache_and_observer(smollm2):
     """The certify path (compressed memory, read meters) carries the probe too, unchanged otherwise."""
     from witprobe.memory.codecs import make_codec
-    from witprobe.probe.observer import ATTN_IMPLEMENTATION, Observer
+    from witprobe.probe.attention import ATTN_IMPLEMENTATION
+    from witprobe.probe.observer import Observer
     from witprobe.probe.witness_cache import WitnessCache
 
     model, tok = smollm2.model, smollm2.tokenizer

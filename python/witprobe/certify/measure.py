@@ -26,7 +26,8 @@ from witprobe.memory.codecs import EVICT, WHOLE_SEQUENCE, Codec, CodecError, mak
 from witprobe.models.zoo import MODELS, LoadedModel
 from witprobe.probe.box_sup import DEFAULT_SPEC as BOX_SUP_DEFAULT
 from witprobe.probe.layouts import layer_kinds, text_config, witness_cache_for
-from witprobe.probe.observer import ATTN_IMPLEMENTATION, Observer
+from witprobe.probe.attention import ATTN_IMPLEMENTATION
+from witprobe.probe.observer import Observer
 from witprobe.certify.run_record import RUN_SCHEMA, RunRecord, parse_run
 from witprobe.probe.recurrent import DecayHooks
 from witprobe.probe.query_aligned import QueryBasis

@@ -1,142 +1,38 @@
 """The observer: routes every write and read of a witness cache into per-layer accumulators.
 
-Reads are observed through a registered attention function, ``"witprobe"``: transformers passes
-it the post-RoPE queries and the served keys of each layer, so the read meter has the query, the
-served keys, the uncompressed keys and the witnesses together. The function computes attention
-exactly like transformers' eager path (fp32 softmax); metering runs beside it in float64 and does
-not change what the model computes.
-
-The active observer is a context variable, so concurrent requests in threads each see their own.
+Reads arrive through the ``"witprobe"`` attention function (:mod:`witprobe.probe.attention`),
+which hands each read to the active observer (:data:`witprobe.probe.attention.ACTIVE`) with the
+query, the served keys, the uncompressed keys and the witnesses together; writes arrive from the
+witness cache (:mod:`witprobe.probe.witness_cache`) and the kinds' model hooks (decay gates,
+indexers, page selectors). Each is folded into the layer's accumulators by the recorder of its
+memory kind: :meth:`Observer.record_write` (every stored tensor), :meth:`Observer.observe_read`
+(attention reads: the read, output and eviction meters), :meth:`Observer.record_pooling`,
+:meth:`Observer.note_state_write` and :meth:`Observer.record_decay` (recurrent states).
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import torch
 from torch import nn
-from transformers import AttentionInterface
-from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
 from witprobe.probe.accumulators import Accumulator
+from witprobe.probe.attention import ACTIVE
 from witprobe.probe.box_sup import DEFAULT_SPEC as BOX_SUP_DEFAULT, BoxSupSpec
+from witprobe.probe.errors import ObserverError
 from witprobe.probe.meters import (ScoreComponent, WitnessBatch, output_rows, read_rows_from_scores,
                                    witness_violations)
+from witprobe.probe.meters_evict import EVICT_MASS_TOL, EvictRows, evict_rows
 from witprobe.probe.query_aligned import QueryBasis
 from witprobe.probe.runtime import ProbeRuntime
 from witprobe.probe.witness_cache import WitnessCache, WitnessLayerMixin
 
-ATTN_IMPLEMENTATION = "witprobe"
 BEATEN_REL_TOL = 1e-9
 BEATEN_ABS_TOL = 1e-15
 FORMS = ("plain", "centred", "eform")
-
-_ACTIVE: contextvars.ContextVar["Observer | None"] = contextvars.ContextVar("witprobe_observer", default=None)
-
-
-class ObserverError(RuntimeError):
-    """The observer saw something it cannot attribute or meter (fail closed)."""
-
-
-def _repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
-    return x if groups == 1 else x.repeat_interleave(groups, dim=1)
-
-
-def eager_attention(
-    module: nn.Module,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    scaling: float,
-    dropout: float = 0.0,
-    sinks: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """transformers' eager attention: ``softmax(scale q k^T + mask) v`` with an fp32 softmax.
-
-    With ``sinks`` (one logit per head, gpt-oss / DeepSeek-V4 style) a sink column takes part in
-    the softmax and is dropped afterwards, so each row's key probabilities sum to less than 1.
-    """
-    groups = getattr(module, "num_key_value_groups", 1)
-    k = _repeat_kv(key, groups)
-    v = _repeat_kv(value, groups)
-    w = torch.matmul(query, k.transpose(2, 3)) * scaling
-    if attention_mask is not None:
-        if attention_mask.dtype == torch.bool:
-            w = w.masked_fill(~attention_mask, torch.finfo(w.dtype).min)
-        else:
-            w = w + attention_mask
-    if sinks is not None:
-        col = sinks.reshape(1, -1, 1, 1).to(w.dtype).expand(w.shape[0], -1, w.shape[2], 1)
-        full = torch.cat([w, col], dim=-1)
-        full = full - full.max(dim=-1, keepdim=True).values
-        w = nn.functional.softmax(full, dim=-1, dtype=full.dtype)[..., :-1].to(query.dtype)
-    else:
-        w = nn.functional.softmax(w, dim=-1, dtype=torch.float32).to(query.dtype)
-    w = nn.functional.dropout(w, p=dropout, training=module.training)
-    out = torch.matmul(w, v).transpose(1, 2).contiguous()
-    return out, w
-
-
-_UNSUPPORTED_KWARGS = ("softcap", "sinks")
-
-
-def witprobe_attention(
-    module: nn.Module,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    scaling: float | None = None,
-    dropout: float = 0.0,
-    **kwargs,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Attention function registered as ``"witprobe"``: meter the read, then attend eagerly."""
-    for k in _UNSUPPORTED_KWARGS:
-        if kwargs.get(k) is not None:
-            raise ObserverError(f"witprobe attention does not model {k!r}; refusing to meter this layer")
-    if scaling is None:
-        scaling = query.shape[-1] ** -0.5
-    indices = kwargs.get("indices")
-    sinks = kwargs.get("s_aux")
-    obs = _ACTIVE.get()
-    if obs is not None:
-        obs.observe_read(module, query, key, attention_mask, scaling, indices=indices, sinks=sinks, value=value)
-    served_mask = attention_mask if indices is None else sparse_mask(attention_mask, indices, key.shape[2], query.dtype)
-    retained = _served_retained(obs, module, query.shape[1] // key.shape[1])
-    if retained is not None:
-        served_mask = eviction_mask(served_mask, retained, query.shape[2], query.dtype)
-    return eager_attention(module, query, key, value, served_mask, scaling, dropout, sinks=sinks)
-
-
-def _served_retained(obs: "Observer | None", module: nn.Module, groups: int) -> torch.Tensor | None:
-    """The retained-key mask ``(B, H, 1, T)`` of the layer this call reads, if it evicts."""
-    if obs is None or obs.cache is None:
-        return None
-    idx = getattr(module, "layer_idx", None)
-    if idx is None or not 0 <= idx < len(obs.cache.layers):
-        return None
-    fn = getattr(obs.cache.layers[idx], "served_retained", None)
-    return None if fn is None else fn(groups)
-
-
-def eviction_mask(mask: torch.Tensor | None, retained: torch.Tensor, q_len: int, dtype: torch.dtype) -> torch.Tensor:
-    """The served mask under eviction: ``mask`` with every evicted key hidden, ``(B, H, Q, T)``.
-
-    ``retained`` ``(B, H, 1, T)`` is the layer's retained set; evicted keys get the most negative
-    logit (boolean masks: ``False``), so the softmax renormalizes over the retained keys only.
-    """
-    b, h, _, t = retained.shape
-    if mask is None:
-        base = torch.zeros((b, h, q_len, t), dtype=dtype, device=retained.device)
-        return base.masked_fill(~retained, torch.finfo(dtype).min)
-    if mask.dtype == torch.bool:
-        return mask & retained
-    return torch.where(retained, mask, torch.full((), torch.finfo(mask.dtype).min, dtype=mask.dtype, device=mask.device))
 
 
 def with_sinks(inputs, sinks: torch.Tensor):  # noqa: ANN001 - ReadScores
@@ -164,84 +60,6 @@ def with_sinks(inputs, sinks: torch.Tensor):  # noqa: ANN001 - ReadScores
         for c in inputs.components
     ]
     return inputs
-
-
-def sparse_mask(mask: torch.Tensor | None, indices: torch.Tensor, kv_len: int, dtype: torch.dtype) -> torch.Tensor:
-    """The eager path's sparse attention mask: keys outside ``indices`` ``(B, Q, k)`` are masked out."""
-    b, q = indices.shape[:2]
-    hide = indices.new_ones((b, q, kv_len), dtype=torch.bool).scatter(-1, indices.long().clamp(min=0), False).unsqueeze(1)
-    if mask is None:
-        return torch.zeros(hide.shape, dtype=dtype, device=indices.device).masked_fill(hide, torch.finfo(dtype).min)
-    if mask.dtype == torch.bool:
-        return mask & ~hide
-    return mask.masked_fill(hide, torch.finfo(mask.dtype).min)
-
-
-EVICT_MASS_TOL = 1e-9  # |TV(full, pruned) - evicted mass|: equal in exact arithmetic (Eviction.tv_pruned_evicted_mass)
-
-
-@dataclass
-class EvictRows:
-    """Per-row eviction readings, ``(B, H, Q)`` float64 unless noted.
-
-    ``tv``: realized ``TV(p_full, p_pruned)``; ``mass``: the evicted mass ``sum_E p_full``
-    (equal to ``tv`` in exact arithmetic); ``rho``: ``sum_E e^{U_t} / Z_R``, rounded up;
-    ``bound``: ``rho / (1 + rho)`` rounded up; ``evicted``: number of evicted keys;
-    ``p_full`` ``(B, H, Q, T)``: the full attention; ``visible_full``: its support.
-    """
-
-    tv: torch.Tensor
-    mass: torch.Tensor
-    rho: torch.Tensor
-    bound: torch.Tensor
-    evicted: torch.Tensor
-    p_full: torch.Tensor
-    visible_full: torch.Tensor
-    upper_viol: torch.Tensor  # (B, H, Q) bool: an evicted logit above its bound U_t (Cauchy-Schwarz broken)
-
-
-def evict_rows(inputs) -> EvictRows:  # noqa: ANN001 - ReadScores
-    """The eviction bound and the realized TV of full vs pruned attention, per read row.
-
-    With ``R`` the retained support (``inputs.visible``), ``F`` the full causal support and
-    ``E = F \\ R``; ``s`` the exact logits (retained keys are served exactly) and ``U_t`` the
-    evicted logits' upper bounds from stored band norms (``inputs.evict.upper``)::
-
-        TV(p_full, p_pruned) = Z_E / (Z_R + Z_E) <= X / (Z_R + X) = rho / (1 + rho),
-        X = sum_{t in E} e^{U_t},  Z_R = sum_{t in R} e^{s_t},  rho = X / Z_R
-
-    (``Eviction.tv_pruned_le``, ``Eviction.evict_banded_claim``). Computed in log space:
-    ``log rho = logsumexp_E(U) - logsumexp_R(s)``, plus an outward allowance for the float64
-    error of the retained logits (``max_R score_err``: ``Z_R`` shrinks at most by ``e^{-err}``)
-    and of the two log-sum-exps (``4 (T + 2) u`` each); ``bound = sigmoid(log rho)`` rounded up
-    by ``4u``. Only the upper bounds ``U`` of evicted keys enter the bound; the exact evicted
-    logits enter only the realized TV.
-    """
-    ev = inputs.evict
-    s = inputs.s_exact.to(torch.float64)
-    R, F = inputs.visible, ev.visible_full
-    E = F & ~R
-    neg = torch.full_like(s, -math.inf)
-    p_full = torch.softmax(torch.where(F, s, neg), dim=-1)
-    p_pruned = torch.softmax(torch.where(R, s, neg), dim=-1)
-    tv = 0.5 * (p_full - p_pruned).abs().sum(-1)
-    mass = torch.where(E, p_full, torch.zeros_like(p_full)).sum(-1)
-    t = s.shape[-1]
-    u = 2.0 ** -53
-    err = torch.zeros_like(tv)
-    if inputs.score_err is not None:
-        err = torch.where(R, inputs.score_err.to(torch.float64).expand_as(s), torch.zeros_like(s)).amax(-1)
-    log_x = torch.logsumexp(torch.where(E, ev.upper.to(torch.float64), neg), dim=-1)
-    log_zr = torch.logsumexp(torch.where(R, s, neg), dim=-1)
-    log_rho = log_x - log_zr + err + 8 * (t + 2) * u * (1 + log_x.abs().nan_to_num(0.0, 0.0, 0.0) + log_zr.abs())
-    rho = torch.exp(log_rho)
-    bound = torch.where(E.any(-1), torch.sigmoid(log_rho) * (1 + 4 * u), torch.zeros_like(tv))
-    viol = (E & (s > ev.upper.to(torch.float64))).any(-1)
-    return EvictRows(tv, mass, rho, bound.clamp(max=1.0), E.sum(-1).to(torch.float64), p_full, F, viol)
-
-
-AttentionInterface.register(ATTN_IMPLEMENTATION, witprobe_attention)
-AttentionMaskInterface.register(ATTN_IMPLEMENTATION, eager_mask)
 
 
 class _Keep:
@@ -365,18 +183,18 @@ class Observer:
     @property
     def is_active(self) -> bool:
         """Whether this observer is the one metering calls in the current context."""
-        return _ACTIVE.get() is self
+        return ACTIVE.get() is self
 
     @contextlib.contextmanager
     def active(self) -> Iterator["Observer"]:
         """Route witprobe attention calls in this context to this observer."""
         if self.cache is None:
             raise ObserverError("observer has no witness cache attached")
-        token = _ACTIVE.set(self)
+        token = ACTIVE.set(self)
         try:
             yield self
         finally:
-            _ACTIVE.reset(token)
+            ACTIVE.reset(token)
 
     # --- update (write) -------------------------------------------------------------------------
     def record_write(self, layer_idx: int, tensor: str, w: WitnessBatch, bands: int) -> None:

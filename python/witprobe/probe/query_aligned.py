@@ -215,13 +215,13 @@ class QueryCollector:
 
     @contextlib.contextmanager
     def active(self) -> Iterator["QueryCollector"]:
-        from witprobe.probe.observer import _ACTIVE
+        from witprobe.probe.attention import ACTIVE
 
-        token = _ACTIVE.set(self)  # type: ignore[arg-type]
+        token = ACTIVE.set(self)  # type: ignore[arg-type]
         try:
             yield self
         finally:
-            _ACTIVE.reset(token)
+            ACTIVE.reset(token)
 
 
 def calibrate(loaded: Any, prompts: Sequence[Any], rank: int) -> QueryBasis:
@@ -232,7 +232,7 @@ def calibrate(loaded: Any, prompts: Sequence[Any], rank: int) -> QueryBasis:
     prompts the bases are then measured on.
     """
     from witprobe.certify.measure import _encode
-    from witprobe.probe.observer import ATTN_IMPLEMENTATION
+    from witprobe.probe.attention import ATTN_IMPLEMENTATION
 
     if not prompts:
         raise QueryAlignedError("query-aligned calibration needs at least one prompt")

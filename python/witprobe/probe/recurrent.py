@@ -93,7 +93,7 @@ class DecayHooks:
             return
         layer = obs.cache.layers[layer_idx]
         if not isinstance(layer, WitnessRecurrentLayer):
-            from witprobe.probe.observer import ObserverError
+            from witprobe.probe.errors import ObserverError
 
             raise ObserverError(f"forget gate of layer {layer_idx} feeds {type(layer).__name__}, not a witness layer")
         with torch.no_grad():

@@ -75,7 +75,7 @@ class WitnessIndexedLatentLayer(WitnessLatentLayer):
         support from the exact-key top-k staged by the indexer hook."""
         base = super().read_scores(module, query, key, mask, scaling)
         if self.pending is None or indices is None:
-            from witprobe.probe.observer import ObserverError
+            from witprobe.probe.errors import ObserverError
 
             raise ObserverError(f"layer {self.layer_idx}: sparse read without a metered indexer selection")
         rs = rows or slice(0, query.shape[2])
@@ -333,7 +333,7 @@ class SelectorHooks:
             return
         layer = obs.cache.layers[module.layer_idx]
         if not isinstance(layer, WitnessIndexedLatentLayer):
-            from witprobe.probe.observer import ObserverError
+            from witprobe.probe.errors import ObserverError
 
             raise ObserverError(f"indexer of layer {module.layer_idx} wrote to {type(layer).__name__}, not a witness layer")
         names = ("hidden_states", "q_resid", "position_embeddings", "attention_mask")

@@ -1,0 +1,8 @@
+"""Errors of the probe layer, in a module of their own so that every probe module can raise them
+without importing the observer (which imports them all)."""
+
+from __future__ import annotations
+
+
+class ObserverError(RuntimeError):
+    """The observer saw something it cannot attribute or meter (fail closed)."""
