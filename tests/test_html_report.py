@@ -105,7 +105,7 @@ def test_a_certificate_claiming_certified_without_a_kernel_is_refused(run_dir, c
 CORRUPT = {
     "run.json truncated": ("run.json", lambda p: p.write_text(p.read_text()[:80]), "not valid JSON"),
     "certificate.json a tier missing": ("certificate.json", lambda p: _edit(p, lambda d: d["claims"][4].pop("tier")),
-                                        "field claims[4].tier"),
+                                        "claims[4].tier: missing"),
     "a tampered headline": ("certificate.json",
                             lambda p: _edit(p, lambda d: d["summary"].__setitem__("headline", "pass (trust me)")),
                             "field summary.headline"),

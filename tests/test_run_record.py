@@ -70,7 +70,7 @@ def _mutations(obj: dict):
         return o
 
     yield "renamed field", m(lambda o: o["config"].__setitem__("band_count", o["config"].pop("bands"))), "config"
-    yield "missing field", m(lambda o: o["model"].pop("head_dim")), "model"
+    yield "missing field", m(lambda o: o["model"].pop("head_dim")), "model.head_dim"
     yield "counter as a float", m(lambda o: o["layers"][3]["read"].__setitem__("rows_plain_beaten", 0.5)), \
         "layers[3].read.rows_plain_beaten"
     yield "negative self-check count", m(lambda o: o["layers"][2]["write"].__setitem__(
@@ -132,3 +132,64 @@ def test_certify_check_names_a_renamed_field(tmp_path):
     r = subprocess.run([sys.executable, "-m", "witprobe.certify", "check", str(d)], capture_output=True, text=True)
     assert r.returncode == 2, r.stderr
     assert r.stderr.count("\n") == 1 and "layers[0]" in r.stderr and "host_read_call" in r.stderr, r.stderr
+
+
+# ---------------------------------------------------------------------------- certificate.json
+
+from witprobe.certify import certificate_record as cr  # noqa: E402
+
+CERTS = sorted(ROOT.glob("artifacts/**/certificate.json"))
+CERT_SCHEMA_FILE = ROOT / "docs" / "schema" / "certificate.schema.json"
+
+
+@pytest.mark.parametrize("path", CERTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_committed_certificate_parses_typed_and_validates(path):
+    obj = _load(path)
+    cert = cr.parse_certificate(obj)
+    assert cert.to_json() == obj
+    assert {type(c.extra).__name__ for c in cert.claims} <= {t.__name__ for t in cr.extra_types().values()}
+    assert [e.message for e in jsonschema.Draft202012Validator(_load(CERT_SCHEMA_FILE)).iter_errors(obj)] == []
+
+
+def test_the_committed_certificate_schema_is_generated_and_pinned():
+    assert CERT_SCHEMA_FILE.read_text(encoding="utf-8") == cr.schema_text(), (
+        "docs/schema/certificate.schema.json is stale: python -m witprobe.certify schema --certificate --out ...")
+    assert cr.SCHEMA_FINGERPRINTS.get(cr.CERT_SCHEMA) == cr.schema_fingerprint(), (
+        "the certificate's types changed: bump CERT_SCHEMA and record the new fingerprint")
+    out = subprocess.run([sys.executable, "-m", "witprobe.certify", "schema", "--certificate"], capture_output=True,
+                         text=True)
+    assert out.returncode == 0 and out.stdout == CERT_SCHEMA_FILE.read_text(encoding="utf-8")
+
+
+def _cert_mutations(obj: dict):
+    def m(fn):
+        o = copy.deepcopy(obj)
+        fn(o)
+        return o
+
+    yield "claim extra of another kind", m(lambda o: o["claims"][1]["extra"].__setitem__("rho", "1")), "claims[1].extra"
+    yield "unknown claim kind", m(lambda o: o["claims"][0].__setitem__("kind", "attn_tvv")), "claims[0].kind"
+    yield "tier missing", m(lambda o: o["claims"][0].pop("tier")), "claims[0]"
+    yield "self-check count as a string", m(lambda o: next(iter(o["self_checks"].values())).__setitem__("count", "0")), \
+        "self_checks."
+    yield "bound without its exact value", m(lambda o: o["claims"][0]["bound"].pop("exact")), "claims[0].bound"
+
+
+@pytest.mark.parametrize("desc, bad, where", list(_cert_mutations(_load(SMOL.parent / "certificate.json"))),
+                         ids=lambda x: x if isinstance(x, str) else "")
+def test_malformed_certificates_fail_with_the_path_in_both_validators(desc, bad, where):
+    with pytest.raises(RecordError) as e:
+        cr.parse_certificate(bad)
+    assert f"certificate.json.{where}" in str(e.value), (desc, str(e.value))
+    assert list(jsonschema.Draft202012Validator(_load(CERT_SCHEMA_FILE)).iter_errors(bad)), desc
+
+
+def test_show_refuses_a_certificate_with_a_malformed_claim_in_one_line(tmp_path):
+    d = tmp_path / "run"
+    d.mkdir()
+    obj = _load(SMOL.parent / "certificate.json")
+    obj["claims"][2]["extra"]["tv_term"] = 0.5  # an output claim's rounded-up term must be exact text
+    (d / "certificate.json").write_text(json.dumps(obj), encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "witprobe.certify", "show", str(d)], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
+    assert "claims[2].extra.tv_term" in r.stderr

@@ -12,6 +12,9 @@ Field metadata (:func:`field_doc`):
 - ``optional``: the key may be absent; absent decodes to ``None`` and ``None`` encodes to no key
   (a key that is present must hold a value of the declared type, never ``null``);
 - ``keys``: for ``dict[str, X]``, a regular expression every key must match;
+- ``by``: ``(sibling, table)``: the field's record type is ``table()[value of the sibling field]``
+  (a discriminated union: a claim's ``extra`` has the type of its ``kind``); in the schema an
+  ``allOf`` of ``if``/``then`` per value;
 - ``key_types``: for ``dict[str, X]``, a function returning ``{regex: (type, description)}``: a key
   that matches a regex must hold that narrower type instead (a self-check counter must be an
   integer ``>= 0``); in the schema these are ``patternProperties``.
@@ -38,9 +41,10 @@ class RecordError(ValueError):
 
 def field_doc(doc: str, *, optional: bool = False, keys: str | None = None,
               key_types: Callable[[], dict[str, tuple[Any, str]]] | None = None,
-              minimum: int | None = None) -> dict[str, Any]:
+              minimum: int | None = None, by: tuple[str, Callable[[], dict[str, type]]] | None = None
+              ) -> dict[str, Any]:
     """Metadata for :func:`dataclasses.field` (see the module docstring)."""
-    return {"doc": doc, "optional": optional, "keys": keys, "key_types": key_types, "minimum": minimum}
+    return {"doc": doc, "optional": optional, "keys": keys, "key_types": key_types, "minimum": minimum, "by": by}
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -144,10 +148,16 @@ def _decode_record(cls: type, obj: Any, path: str) -> Any:
             if meta.get("optional"):
                 values[f.name] = None
                 continue
-            raise RecordError(f"{path}: missing field {f.name!r} ({cls.__name__})")
+            raise RecordError(f"{path}.{f.name}: missing (a required field of {cls.__name__})")
         tp = hints[f.name]
         if meta.get("optional") and _is_union(tp):  # present optional keys hold a value, never null
             tp = typing.Union[tuple(a for a in typing.get_args(tp) if a is not type(None))]  # type: ignore[assignment]
+        if meta.get("by"):
+            sibling, table = meta["by"]
+            tag = obj.get(sibling)
+            if tag not in table():
+                raise RecordError(f"{path}.{sibling}: {tag!r} is not one of {', '.join(sorted(table()))}")
+            tp = table()[tag]
         values[f.name] = decode(tp, obj[f.name], f"{path}.{f.name}", meta)
     return cls(**values)
 
@@ -191,21 +201,33 @@ def _record_schema(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
     if cls.__name__ not in defs:
         defs[cls.__name__] = {}  # a placeholder: records may refer to themselves
         hints = _hints(cls)
-        props, required = {}, []
+        props, required, cases = {}, [], []
         for f in dataclasses.fields(cls):
             meta = dict(f.metadata)
             tp = hints[f.name]
             if meta.get("optional") and _is_union(tp):
                 tp = typing.Union[tuple(a for a in typing.get_args(tp) if a is not type(None))]  # type: ignore[assignment]
-            sch = _type_schema(tp, defs, meta)
+            if meta.get("by"):
+                sibling, table = meta["by"]
+                cases += [{"if": {"properties": {sibling: {"const": tag}}, "required": [sibling]},
+                           "then": {"properties": {f.name: _record_schema(sub, defs)}}}
+                          for tag, sub in sorted(table().items())]
+                sch = {"type": "object"}
+            else:
+                sch = _type_schema(tp, defs, meta)
             if meta.get("doc"):
                 sch = {"description": meta["doc"], **sch}
             props[f.name] = sch
             if not meta.get("optional"):
                 required.append(f.name)
+        for f in dataclasses.fields(cls):  # a discriminator takes only the values its table names
+            if f.metadata.get("by"):
+                sibling, table = f.metadata["by"]
+                props[sibling] = {**props[sibling], "enum": sorted(table())}
         doc = (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
         defs[cls.__name__] = {"type": "object", "description": doc, "properties": props,
-                              "required": required, "additionalProperties": False}
+                              "required": required, "additionalProperties": False,
+                              **({"allOf": cases} if cases else {})}
     return {"$ref": f"#/$defs/{cls.__name__}"}
 
 

@@ -34,6 +34,7 @@ from typing import Any
 from witprobe.calculus import rounding
 from witprobe.calculus.tiers import Tier
 from witprobe.certify import verdict
+from witprobe.certify.certificate_record import CERT_SCHEMA, parse_certificate
 from witprobe.certify.derive import Claim, Derivation
 from witprobe.certify.kernels import KernelOutcomes
 from witprobe.formal import coq_runner
@@ -43,7 +44,6 @@ from witprobe.formal.render_coq import COQ_FILE, qualified
 from witprobe.self_checks import meaning as self_check_meaning
 from witprobe.formal.render_lean_real import LEAN_REAL_FILE
 
-CERT_SCHEMA = "witprobe-certificate/3"
 OBLIGATIONS_FILE = "obligations/run.lean"
 ARITHMETIC_CHECKED = "arithmetic_checked"
 
@@ -177,7 +177,7 @@ def assemble(run_sha: str, deriv: Derivation, obligations_sha: str | None, coq_s
     lean_failed = [c["kernels"]["lean"]["theorem"] for c in claims if c["kernels"]["lean"]["status"] == FAILED]
     coq_checked = sum(1 for c in claims if c["kernels"]["coq"]["status"] == coq_runner.KERNEL_CHECKED)
     coq_rejected = [c["kernels"]["coq"]["theorem"] for c in claims if c["kernels"]["coq"]["status"] == coq_runner.REJECTED]
-    return {
+    cert = {
         "schema": CERT_SCHEMA,
         "run_json_sha256": run_sha,
         "coq_file": COQ_FILE if coq_sha else None,
@@ -216,3 +216,5 @@ def assemble(run_sha: str, deriv: Derivation, obligations_sha: str | None, coq_s
             **verdict.scope_summary(ok, claims, deriv.scope),
         },
     }
+    parse_certificate(cert, "assembled certificate.json")  # the producer holds to the types it documents
+    return cert

@@ -17,12 +17,12 @@ and the field; a well-formed file that differs is a problem (exit 1).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from witprobe.certify.certificate import CERT_SCHEMA, OBLIGATIONS_FILE, assemble, sha256_text
+from witprobe.certify.certificate import OBLIGATIONS_FILE, assemble, sha256_text
+from witprobe.certify.certificate_record import load_certificate
 from witprobe.certify.derive import Derivation, DeriveError, derive
 from witprobe.cliutil import InputError, read_json_object
 from witprobe.certify.kernels import KERNEL_MODES, KernelOutcomes, LeanOutcome, coq_check, lean_check, lean_real_check
@@ -88,13 +88,7 @@ def check_dir(directory: Path) -> CheckResult:
         run_text = run_path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(run_path, "", f"cannot be read ({e})") from None
-    cert = read_json_object(cert_path)
-    if cert.get("schema") != CERT_SCHEMA:
-        schema = cert.get("schema")
-        hint = {"witprobe-certificate/1": " (schema /1 predates claim theorems checked by a kernel: re-run `certify run`)",
-                "witprobe-certificate/2": " (schema /2 predates the per-run Lean claim theorems run_real.lean: "
-                                          "re-run `certify run`)"}.get(schema, "")
-        raise InputError(cert_path, "schema", f"{schema!r} is not {CERT_SCHEMA!r}{hint}")
+    cert = load_certificate(cert_path)
     run_sha = sha256_text(run_text)
     if cert.get("run_json_sha256") != run_sha:
         res.problems.append(

@@ -29,8 +29,8 @@ import sys
 import time
 from pathlib import Path
 
-from witprobe.cliutil import (EXIT_INTERNAL, EXIT_USAGE, InputError, UsageError, add_version, check_writable,
-                              quiet_third_party, read_json_object, read_with, run_handler, wants_quiet)
+from witprobe.cliutil import (EXIT_INTERNAL, EXIT_USAGE, UsageError, add_version, check_writable,
+                              quiet_third_party, read_with, run_handler, wants_quiet)
 
 EXIT_OK, EXIT_FAIL, EXIT_NO_LEAN = 0, 1, 3
 __all__ = ["EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_NO_LEAN", "EXIT_INTERNAL", "main"]
@@ -94,7 +94,9 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("dir", type=Path)
     rep.add_argument("--out", type=Path, default=None, metavar="FILE", help="the page to write (default: DIR/report.html)")
     sub.add_parser("doctor", help="report the environment: torch, transformers, Lean, Triton, GPU")
-    sch = sub.add_parser("schema", help="print the JSON Schema of run.json (generated from the record types)")
+    sch = sub.add_parser("schema", help="print the JSON Schema of run.json or certificate.json (generated from the "
+                                        "record types)")
+    sch.add_argument("--certificate", action="store_true", help="certificate.json's schema instead of run.json's")
     sch.add_argument("--out", type=Path, default=None, metavar="FILE", help="write it to FILE instead of stdout")
     cov = sub.add_parser("coverage", help="certify every zoo configuration and write the coverage table")
     cov.add_argument("--out", type=Path, default=Path("artifacts") / "coverage")
@@ -227,15 +229,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from witprobe.certify.certificate import CERT_SCHEMA
+    from witprobe.certify.certificate_record import load_certificate
     from witprobe.certify.report import print_summary, print_table
 
     if not args.dir.is_dir():
         raise UsageError(f"{args.dir} is not a directory")
     path = args.dir / "certificate.json"
-    cert = read_json_object(path)
-    if cert.get("schema") != CERT_SCHEMA:
-        raise InputError(path, "schema", f"{cert.get('schema')!r} is not {CERT_SCHEMA!r}")
+    cert = load_certificate(path)
     buf = io.StringIO()  # rendered whole first: a corrupt field never leaves half a table on stdout
 
     def render(c: dict) -> None:
@@ -280,9 +280,9 @@ def _cmd_doctor(_: argparse.Namespace) -> int:
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
-    from witprobe.certify.run_record import schema_text
+    from witprobe.certify import certificate_record, run_record
 
-    text = schema_text()
+    text = (certificate_record if args.certificate else run_record).schema_text()
     if args.out is None:
         sys.stdout.write(text)
         return EXIT_OK

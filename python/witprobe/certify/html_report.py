@@ -37,7 +37,8 @@ from typing import Any, Callable
 from witprobe.calculus import rounding
 from witprobe.calculus.tiers import Tier
 from witprobe.certify import verdict
-from witprobe.certify.certificate import CERT_SCHEMA, sha256_text
+from witprobe.certify.certificate import sha256_text
+from witprobe.certify.certificate_record import load_certificate
 from witprobe.certify.coverage import format_coverage
 from witprobe.certify.derive import DeriveError, as_run, derive
 from witprobe.certify.end_to_end import DEFAULT_TV_TOLERANCE, EndToEnd, format_end_to_end
@@ -340,9 +341,7 @@ def load_report(directory: Path) -> Report:
     if not d.is_dir():
         raise UsageError(f"{d} is not a directory")
     run_path, cert_path = d / "run.json", d / "certificate.json"
-    cert = read_json_object(cert_path)
-    if cert.get("schema") != CERT_SCHEMA:
-        raise InputError(cert_path, "schema", f"{cert.get('schema')!r} is not {CERT_SCHEMA!r}")
+    cert = load_certificate(cert_path)
     run = read_json_object(run_path, schema_prefix=RUN_SCHEMA_PREFIX)
     run_sha = sha256_text(run_path.read_text(encoding="utf-8"))
     if cert.get("run_json_sha256") != run_sha:
