@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from witprobe.calculus.opnorm import spectral_norm_upper, sqrt_up
-from witprobe.certify.derive import derive
+from witprobe.certify.derive import DeriveError, derive
 from witprobe.probe.meters import output_rows
 
 
@@ -183,9 +183,8 @@ def test_a_run_before_the_output_meter_claims_no_output_bound_and_needs_none():
 @pytest.mark.parametrize("change, message", [
     (lambda L: [L["read"].pop(k) for k in list(L["read"]) if k.startswith(("out_", "rows_out"))],
      "the attention-output meter recorded no rows (fail closed)"),
-    (lambda L: L["o_proj"].pop("opnorm_upper"),
+    (lambda L: L["o_proj"].update(opnorm_upper="1.92e"),
      "o_proj.opnorm_upper is missing or not an exact rational (fail closed)"),
-    (lambda L: L["o_proj"].update(opnorm_upper=1.92), "o_proj.opnorm_upper is missing or not an exact rational"),
     (lambda L: L["o_proj"].update(opnorm_upper="0/1"), "o_proj.opnorm_upper must be positive (fail closed)"),
     (lambda L: L["read"]["out_err"].update(max=1e6), "attn_out bound"),
     (lambda L: L["read"]["out_proj_err"].update(max=1e9), "attn_out_proj bound"),
@@ -196,6 +195,17 @@ def test_a_broken_output_record_fails_the_layer(change, message):
     run, i = _committed_dense_run()
     change(run["layers"][i])
     assert any(f.startswith(f"layer {i}: ") and message in f for f in derive(run).failures), derive(run).failures
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda L: L["o_proj"].pop("opnorm_upper"), r"o_proj\.opnorm_upper: missing"),
+    (lambda L: L["o_proj"].update(opnorm_upper=1.92), r"o_proj\.opnorm_upper: expected a string"),
+])
+def test_an_output_projection_record_of_the_wrong_type_is_refused(change, message):
+    run, i = _committed_dense_run()
+    change(run["layers"][i])
+    with pytest.raises(DeriveError, match=message):
+        derive(run)
 
 
 @pytest.mark.parametrize("key", ["out_spread", "out_value_term", "out_err", "out_spread_l2", "out_value_l2",

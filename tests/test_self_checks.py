@@ -307,7 +307,7 @@ def test_a_score_magnitude_outside_the_float64_analysis_fails_the_layer_closed()
 def test_layers_out_of_order_or_not_objects_are_refused():
     run = run_of("qwen3-int8")
     run["layers"][1], run["layers"][2] = run["layers"][2], run["layers"][1]
-    with pytest.raises(DeriveError, match=r"layers\[1\]: expected an object with 'layer': 1"):
+    with pytest.raises(DeriveError, match=r"layers\[1\]\.layer: expected 1, got 2"):
         derive(run)
     run = run_of("qwen3-int8")
     run["layers"][0] = None
@@ -325,7 +325,7 @@ def test_an_obligation_the_reference_checker_refuses_is_an_internal_error(monkey
 def test_a_statistic_that_is_not_a_number_is_a_derive_error(bad):
     run = run_of("qwen3-int8")
     run["layers"][1]["read"]["w_max"]["max"] = bad
-    with pytest.raises(DeriveError, match="w_max.max is not a number"):
+    with pytest.raises(DeriveError, match=r"layers\[1\]\.read\.w_max\.max: expected a number"):
         derive(run)
 
 
@@ -368,14 +368,14 @@ def test_a_recorded_statistic_without_a_maximum_is_a_named_derive_error(key):
 @pytest.mark.parametrize("bad", ["off", 0, None, [False]])
 def test_a_box_meter_switch_that_is_not_a_boolean_is_refused(bad):
     """``config.box_sup`` is true, false or absent; anything else (a string, 0, null) is refused by
-    coverage and derivation alike, never read as on or off."""
-    from witprobe.certify.coverage import RunConfigError
+    coverage and derivation alike (the typed run record), never read as on or off."""
+    from witprobe.typed_json import RecordError
 
     run = run_of("qwen3-int8")
     run["config"]["box_sup"] = bad
-    with pytest.raises(RunConfigError, match="config.box_sup must be true or false"):
+    with pytest.raises(RecordError, match=r"config\.box_sup: expected a boolean"):
         coverage(run)
-    with pytest.raises(DeriveError, match="config.box_sup must be true or false"):
+    with pytest.raises(DeriveError, match=r"config\.box_sup: expected a boolean"):
         derive(run)
 
 
@@ -470,13 +470,18 @@ def test_the_recurrent_state_row_reads_the_contraction_range():
     assert (row["headline"]["a_mean_min"], row["headline"]["a_mean_max"]) == (min(means), max(means))
 
 
-@pytest.mark.parametrize("request_", [[1, 2], "abc", {"prompt_tokens": 3}, {"prompt_tokens": 3, "served_tokens": "abc"},
-                                      {"prompt_tokens": 3, "served_tokens": 5}])
-def test_a_malformed_request_of_a_legacy_run_is_a_derive_error(request_):
+@pytest.mark.parametrize("request_, message", [
+    ([1, 2], r"requests\[0\]: expected a RequestRecord object"),
+    ("abc", r"requests\[0\]: expected a RequestRecord object"),
+    ({"prompt_index": 0, "prompt_tokens": 3}, r"requests\[0\]\.served_tokens: missing"),
+    ({"prompt_index": 0, "prompt_tokens": 3, "served_tokens": "abc"}, r"requests\[0\]\.served_tokens: expected a list"),
+    ({"prompt_index": 0, "prompt_tokens": 3, "served_tokens": 5}, r"requests\[0\]\.served_tokens: expected a list"),
+    ({"prompt_index": 0, "prompt_tokens": 0, "served_tokens": [1]}, r"requests\[0\]\.prompt_tokens: expected an integer >= 1")])
+def test_a_malformed_request_of_a_legacy_run_is_a_derive_error(request_, message):
     """A ``witprobe-run/1`` record bounds its keys by the longest request: each request must be an
     object with a ``served_tokens`` list (a string would count characters as tokens)."""
     run = run_of("qwen3-int8")
     run["schema"] = "witprobe-run/1"
     run["requests"][0] = request_
-    with pytest.raises(DeriveError, match=r"requests\[0\]: expected 'prompt_tokens' and a 'served_tokens' list"):
+    with pytest.raises(DeriveError, match=message):
         derive(run)

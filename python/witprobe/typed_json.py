@@ -70,6 +70,16 @@ def _name(tp: Any) -> str:
     return {int: "an integer", float: "a number", str: "a string", bool: "a boolean"}.get(tp, str(tp))
 
 
+# the JSON values each scalar type accepts (``bool`` is never a number; an ``int`` is a ``float``)
+_SCALARS: dict[Any, Callable[[Any], bool]] = {
+    type(None): lambda v: v is None,
+    bool: lambda v: isinstance(v, bool),
+    int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+    float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    str: lambda v: isinstance(v, str),
+}
+
+
 def decode(tp: Any, obj: Any, path: str, meta: dict[str, Any] | None = None) -> Any:
     """``obj`` (parsed JSON) as a value of type ``tp``; :class:`RecordError` at ``path`` if it is not one."""
     meta = meta or {}
@@ -85,27 +95,12 @@ def decode(tp: Any, obj: Any, path: str, meta: dict[str, Any] | None = None) -> 
                                         or isinstance(obj, dict) and dataclasses.is_dataclass(alt)):
                     raise  # ``X | None``, or an object for the record alternative: its error is the useful one
         raise RecordError(f"{path}: expected {_name(tp)}, got {_shown(obj)}")
-    if tp is type(None):
-        if obj is not None:
-            raise RecordError(f"{path}: expected null, got {_shown(obj)}")
-        return None
-    if tp is bool:
-        if not isinstance(obj, bool):
-            raise RecordError(f"{path}: expected a boolean, got {_shown(obj)}")
-        return obj
-    if tp is int:
-        if isinstance(obj, bool) or not isinstance(obj, int):
-            raise RecordError(f"{path}: expected an integer, got {_shown(obj)}")
-        if meta.get("minimum") is not None and obj < meta["minimum"]:
+    if tp in _SCALARS:
+        accepts = _SCALARS[tp]
+        if not accepts(obj):
+            raise RecordError(f"{path}: expected {_name(tp)}, got {_shown(obj)}")
+        if tp is int and meta.get("minimum") is not None and obj < meta["minimum"]:
             raise RecordError(f"{path}: expected an integer >= {meta['minimum']}, got {obj}")
-        return obj
-    if tp is float:
-        if isinstance(obj, bool) or not isinstance(obj, (int, float)):
-            raise RecordError(f"{path}: expected a number, got {_shown(obj)}")
-        return obj
-    if tp is str:
-        if not isinstance(obj, str):
-            raise RecordError(f"{path}: expected a string, got {_shown(obj)}")
         return obj
     origin = typing.get_origin(tp)
     if origin is list:
