@@ -9,7 +9,7 @@ from fractions import Fraction
 
 import pytest
 
-from witprobe.ledger.gate import Expected, evaluate, evaluate_journal, run_gate
+from witprobe.ledger.acceptance import Expected, evaluate, evaluate_journal, run_gate
 
 PY = [sys.executable, "-m", "witprobe.ledger"]
 
@@ -233,7 +233,7 @@ def test_single_rank_cannot_show_coupling(tmp_path):
 def test_coupling_compares_the_union_of_accounts(good_run):
     """Coupling is decided on the journal-derived write fields, over the union of accounts."""
     from witprobe.ledger.derive import derive_rank
-    from witprobe.ledger.gate import _coupling
+    from witprobe.ledger.acceptance import _coupling
 
     out, _, _ = good_run
     ranks = {r: derive_rank(out / f"journal.rank{r}.sqlite") for r in (0, 1)}

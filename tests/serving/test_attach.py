@@ -12,7 +12,7 @@ from witprobe.ledger.journal import read_records, verify
 from witprobe.ledger.trace import PROMPTS
 from witprobe.serving.attach import AttachError, LiveLedger, attach, detach
 from witprobe.serving.config import LiveConfig
-from witprobe.serving.gate import evaluate, failing
+from witprobe.serving.live_gate import evaluate, failing
 
 
 def _prompts(tok, n: int, warmup: bool = True) -> dict[str, list[int]]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from witprobe.ledger.journal import Journal
-from witprobe.serving.gate import evaluate, failing
+from witprobe.serving.live_gate import evaluate, failing
 
 EP = {"n_factors": 4, "log_M": -1.0, "log_M_max": -0.5, "crossed": False}
 

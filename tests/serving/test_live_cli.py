@@ -60,7 +60,7 @@ def test_live_passes_and_refuses_a_tampered_summary(tmp_path):
     assert "witprobe_ledger_ok 1" in (out / "metrics.prom").read_text()
     # the gate reads the journal, not the caches: editing the verdicts changes nothing; dropping a
     # submitted request from the journal's view (manifest) does
-    from witprobe.serving.gate import evaluate, failing
+    from witprobe.serving.live_gate import evaluate, failing
 
     (out / "verdicts.json").write_text("{}")
     assert evaluate(out).passed

@@ -37,7 +37,7 @@ from typing import Any
 
 from witprobe.campaign.adjudication import Comparison, Run, adjudicate
 from witprobe.ledger.derive import derive_rank
-from witprobe.ledger.gate import run_gate
+from witprobe.ledger.acceptance import run_gate
 from witprobe.ledger.simulate import SimConfig, load_trace, run_rank, write_manifest
 
 FIELDS: tuple[str, ...] = (

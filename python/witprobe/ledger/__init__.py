@@ -12,7 +12,7 @@
 - :mod:`~witprobe.ledger.journal`: the durable hash-chained journal and ``verify``.
 - :mod:`~witprobe.ledger.pool`: the shared paged pool and its prefix cache.
 - :mod:`~witprobe.ledger.simulate`, :mod:`~witprobe.ledger.replica`: concurrent serving and
-  replica coupling; :mod:`~witprobe.ledger.gate`: the acceptance gate.
+  replica coupling; :mod:`~witprobe.ledger.acceptance`: the acceptance gate.
 - :mod:`~witprobe.ledger.trace`, :mod:`~witprobe.ledger.replay`: recorded traces and replay.
 - :mod:`~witprobe.ledger.sentinel`: the sampling corruption sentinel (operator over the writer's block
   record, and its detection latency).

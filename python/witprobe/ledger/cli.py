@@ -110,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_simulate(a: argparse.Namespace) -> int:
-    from witprobe.ledger.gate import run_gate
+    from witprobe.ledger.acceptance import run_gate
     from witprobe.ledger.replica import run_replicas
     from witprobe.ledger.simulate import SimConfig, load_trace, run_rank, write_manifest
 
@@ -263,7 +263,7 @@ def _cmd_sentinel(a: argparse.Namespace) -> int:
 
 
 def _cmd_gate(a: argparse.Namespace) -> int:
-    from witprobe.ledger.gate import run_gate
+    from witprobe.ledger.acceptance import run_gate
 
     if not a.dir.is_dir():
         print(f"error: {a.dir} is not a directory", file=sys.stderr)

@@ -18,7 +18,7 @@ does, with ``workers`` threads executing batches concurrently over one :class:`P
 - every write event and read summary is appended to the journal; account records at the end.
 
 Outputs in ``out``: ``journal.rank{r}.sqlite`` (the primary record; its record kinds are the
-contract listed in :mod:`witprobe.ledger.gate`), ``ledger.rank{r}.json`` (a cache of what the
+contract listed in :mod:`witprobe.ledger.acceptance`), ``ledger.rank{r}.json`` (a cache of what the
 journal says, which the gate compares against it) and ``manifest.json`` (what was submitted).
 The global e-process is folded in journal order (under the engine's journal lock), so the gate
 re-derives it from the journal exactly.

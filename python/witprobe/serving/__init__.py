@@ -4,7 +4,7 @@
 - :mod:`~witprobe.serving.attach`: :func:`attach` / :func:`detach` on a
   ``ContinuousBatchingManager`` (or a model); the certified writer writes the paged cache the
   model reads.
-- :mod:`~witprobe.serving.gate`: the live gate, every criterion re-derived from the journal.
+- :mod:`~witprobe.serving.live_gate`: the live gate, every criterion re-derived from the journal.
 - :mod:`~witprobe.serving.metrics`: per-request verdicts and Prometheus text.
 - :mod:`~witprobe.serving.server`: a loopback HTTP server running the engine with the ledger.
 - :mod:`~witprobe.serving.live`: ``python -m witprobe.ledger live`` (server + concurrent clients + gate).

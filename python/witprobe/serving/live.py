@@ -9,7 +9,7 @@
    ``--request-timeout``, all by ``--timeout``; store ``clients.json``, then ``metrics.prom`` and
    ``verdicts.json`` (caches, for people);
 5. ``POST /shutdown`` (the server closes its journal) and wait for the child (killed if it hangs);
-6. evaluate the gate from the journal (:mod:`witprobe.serving.gate`), plus ``clients_served``
+6. evaluate the gate from the journal (:mod:`witprobe.serving.live_gate`), plus ``clients_served``
    (every request answered 200), store ``gate.json``, print it; exit 0 pass, 1 fail.
 """
 
@@ -149,8 +149,8 @@ def drive(port: int, n: int, concurrency: int, max_new_tokens: int, request_time
 
 def run(a: argparse.Namespace) -> int:
     """The ``live`` command (see the module docstring)."""
-    from witprobe.ledger.gate import Criterion
-    from witprobe.serving.gate import failing, run_gate
+    from witprobe.ledger.acceptance import Criterion
+    from witprobe.serving.live_gate import failing, run_gate
 
     why = _usage(a)
     if why:

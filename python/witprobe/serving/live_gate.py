@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from witprobe.ledger.eprocess import DELTA_E
-from witprobe.ledger.gate import Criterion, GateVerdict
+from witprobe.ledger.acceptance import Criterion, GateVerdict
 from witprobe.ledger.journal import read_records, verify
 
 JOURNAL_FILE = "journal.sqlite"

@@ -8,7 +8,7 @@ failing run into a pass; editing the journal breaks its hash chain (``journal_ve
 
 Python API (what a serving attachment calls)::
 
-    from witprobe.ledger.gate import Expected, evaluate_journal
+    from witprobe.ledger.acceptance import Expected, evaluate_journal
 
     v = evaluate_journal("runs/ledger")              # a run directory (manifest.json + journals)
     v = evaluate_journal("j.sqlite", expected=Expected(user_requests=("r1", "r2"),
