@@ -16,8 +16,9 @@ The floor is computed from *below*: ``F(A) = a/(a+b) - p'(A)`` (``a = sum_A p' e
 ``b = sum_{A^c} p' e^{-|e|}``) is attained by a score vector in the oracle box for every key set
 ``A`` (module docstring of :mod:`witprobe.probe.box_sup`), so the maximum of ``F`` over the
 prefixes of four orderings of the keys (by ``|e_t|``, by ``p'_t`` ascending, by ``p'_t |e_t|``, and
-the realized sign set ``e_t > 0``) is a lower bound of the oracle supremum. A reported floor is
-therefore never above the true one. For comparison it also reports the box meter's *upper* bound
+by the realized error ``e_t`` descending) is a lower bound of the oracle supremum. A reported floor
+is therefore never above the true one, and never below the realized TV: the prefixes by ``e_t``
+include ``{t : p_t > p'_t} = {t : e_t > log sum_u p'_u e^{e_u}}``, where ``F`` is the realized TV. For comparison it also reports the box meter's *upper* bound
 with the oracle radii (:func:`witprobe.probe.box_sup.box_sup_bound`) and the certified claim's
 tightness of the same run.
 
@@ -75,7 +76,7 @@ def oracle_rows(s_exact: torch.Tensor, s_served: torch.Tensor, visible: torch.Te
     lead, t = ps.shape[:-1], ps.shape[-1]
     ps2, r2, e2 = ps.reshape(-1, t), r.reshape(-1, t), e.reshape(-1, t)
     orders = [torch.argsort(r2, -1, descending=True), torch.argsort(ps2, -1),
-              torch.argsort(ps2 * r2, -1, descending=True), torch.argsort((e2 > 0).to(torch.int8), -1, descending=True)]
+              torch.argsort(ps2 * r2, -1, descending=True), torch.argsort(e2, -1, descending=True)]
     floor = torch.stack([prefix_floor(ps2, r2, o) for o in orders]).amax(0).reshape(lead)
     upper = box_sup_bound(ps, r)
     return {"tv": tv, "floor": floor, "upper": upper}

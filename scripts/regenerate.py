@@ -57,6 +57,8 @@ STEPS: tuple[Step, ...] = (
     Step("long_context_8k", ("bench/results/long_context_8k_cpu.json",),
          (PY, "bench/long_context.py", "--lengths", "8192", "--modes", "unmetered", "metered_no_boxsup",
           "--timeout-s", "5400", "--out", "bench/results/long_context_8k_cpu.json"), bench=True, minutes=70),
+    Step("oracle_floor", ("bench/results/oracle_floor_cpu.json",),
+         (PY, "bench/oracle_floor.py", "--out", "bench/results/oracle_floor_cpu.json"), bench=True, minutes=15),
     Step("tightness_query_aligned", ("bench/results/tightness_qa_cpu.json",),
          (PY, "bench/tightness.py", "--query-aligned", "16", "--out", "bench/results/tightness_qa_cpu.json"),
          bench=True, minutes=15),
