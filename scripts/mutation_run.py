@@ -61,7 +61,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "python" / "witprobe"
 TARGETS = sorted([p.relative_to(PKG).as_posix() for p in (PKG / "calculus").glob("*.py") if p.name != "__init__.py"]
                  + ["certify/derive.py", "certify/derive_values.py", "certify/coverage.py", "kinds/base.py",
-                    "self_checks.py", "probe/observer.py", "formal/obligations.py"])
+                    "self_checks.py", "probe/observer.py", "formal/obligations.py", "typed_json.py",
+                    "certify/run_record.py"])
 CALCULUS_TESTS = ["tests/test_calculus.py", "tests/test_rounding.py", "tests/test_obligations.py",
                   "tests/test_self_checks.py", "tests/test_lean_names.py"]
 TESTS = {
@@ -74,6 +75,8 @@ TESTS = {
     "certify/coverage.py": ["tests/test_self_checks.py", "tests/test_memory_kinds.py"],
     "kinds/base.py": ["tests/test_self_checks.py", "tests/test_memory_kinds.py"],
     "self_checks.py": ["tests/test_self_checks.py", "tests/probe/test_gate.py", "tests/test_memory_kinds.py"],
+    "typed_json.py": ["tests/test_run_record.py", "tests/test_self_checks.py"],
+    "certify/run_record.py": ["tests/test_run_record.py", "tests/test_self_checks.py"],
 }
 # deselected: tests that need a real proof kernel (the Coq test double covers the same path) or run a
 # model for a minute (SmolLM2; the committed-run and synthetic tests of the same file cover the same
