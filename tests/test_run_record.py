@@ -193,3 +193,13 @@ def test_show_refuses_a_certificate_with_a_malformed_claim_in_one_line(tmp_path)
     r = subprocess.run([sys.executable, "-m", "witprobe.certify", "show", str(d)], capture_output=True, text=True)
     assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
     assert "claims[2].extra.tv_term" in r.stderr
+
+
+@pytest.mark.parametrize("bad", [[], "run", 3, None])
+def test_a_record_that_is_not_an_object_is_refused_by_name(bad):
+    with pytest.raises(RecordError, match="run.json: expected an object"):
+        parse_run(bad)
+    with pytest.raises(DeriveError, match="run.json: expected an object"):
+        derive(bad)
+    with pytest.raises(RecordError, match="certificate.json: expected an object"):
+        cr.parse_certificate(bad)
