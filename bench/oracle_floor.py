@@ -45,6 +45,7 @@ from witprobe.certify.measure import DEFAULT_PROMPTS, MeasureConfig, measure  # 
 from witprobe.models.zoo import load_model  # noqa: E402
 from witprobe.probe import observer as observer_mod  # noqa: E402
 from witprobe.probe.box_sup import box_sup_bound  # noqa: E402
+from witprobe.probe.meters import witness_bytes_per_entry  # noqa: E402
 
 LONG_PROMPT = " ".join([DEFAULT_PROMPTS[3]] * 16)  # about 1,600 tokens (as bench/tightness.py)
 
@@ -117,11 +118,12 @@ def patched(recorder: Recorder):
                     setattr(observer_mod.Observer, "observe_read", real_read))
 
 
-def run_codec(lm, codec: str, prompts: tuple[str, ...], new_tokens: int) -> dict:
+def run_codec(lm, codec: str, prompts: tuple[str, ...], new_tokens: int, bands: int = 4) -> dict:
     rec = Recorder()
     restore = patched(rec)
     try:
-        run = measure(lm, MeasureConfig(codec=codec, max_new_tokens=new_tokens, reference=False, prompts=prompts))
+        run = measure(lm, MeasureConfig(codec=codec, bands=bands, max_new_tokens=new_tokens, reference=False,
+                                        prompts=prompts))
     finally:
         restore()
     d = derive(run)
@@ -158,18 +160,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--codecs", nargs="+", default=["int8", "int4"])
     ap.add_argument("--new-tokens", type=int, default=4)
     ap.add_argument("--no-long", action="store_true", help="the default prompts only")
+    ap.add_argument("--bands", type=int, default=4, help="witness bands (the certified column depends on it; the "
+                                                         "floor does not)")
     a = ap.parse_args(argv)
     torch.manual_seed(0)
     lm = load_model("smollm2")
     prompts = tuple(DEFAULT_PROMPTS) + (() if a.no_long else (LONG_PROMPT,))
-    result = {"model": "smollm2", "bands": 4, "new_tokens": a.new_tokens,
+    result = {"model": "smollm2", "bands": a.bands, "witness_bytes_per_entry": 2 * witness_bytes_per_entry(a.bands),
+              "new_tokens": a.new_tokens,
               "prompts": "DEFAULT_PROMPTS" + ("" if a.no_long else " + LONG_PROMPT (about 1,600 tokens)"),
               "what": "floor = lower bound of the box supremum with the true score errors as radii, over the "
                       "realized TV; no per-key-radius certificate can be tighter on that layer",
               "codecs": {}}
     for codec in a.codecs:
         t0 = time.perf_counter()
-        row = run_codec(lm, codec, prompts, a.new_tokens)
+        row = run_codec(lm, codec, prompts, a.new_tokens, a.bands)
         row["seconds"] = time.perf_counter() - t0
         result["codecs"][codec] = row
         print(codec, {k: v for k, v in row.items() if k not in ("layers", "failures")}, flush=True)
