@@ -128,7 +128,8 @@ def test_sigint_during_measurement_exits_130_and_writes_nothing(tmp_path):
     out = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "witprobe.certify", "run", "--model", "qwen3", "--max-new-tokens",
                              "4096", "--coq", "off", "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # see test_cli.py
     err_lines = []
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:

@@ -81,8 +81,11 @@ def test_interrupted_simulate_leaves_nothing(tmp_path):
     import signal
     import time
 
+    # the child starts with SIGINT at its default even when this test runs in a background job that
+    # ignores it (an ignored SIGINT is inherited, and Python then installs no KeyboardInterrupt handler)
     proc = subprocess.Popen([*PY, "simulate", "--quiet", "--ranks", "2", "--out", str(tmp_path / "run")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not list(tmp_path.glob(".run.partial-*/journal.rank*.sqlite")):
         time.sleep(0.2)
