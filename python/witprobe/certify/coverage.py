@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from witprobe.certify.run_record import LayerRecord, RunRecord, as_record
+from witprobe.certify.run_record import LayerRecord, RunRecord, as_record, count
 from witprobe.kinds.base import layer_required_counters
 from witprobe.kinds.registry import KINDS
 from witprobe.self_checks import is_self_check, record_of
@@ -83,9 +83,9 @@ def coverage(run: RunRecord | dict[str, Any]) -> list[dict[str, Any]]:
                 "conservativeness_median": statistics.median(cons) if cons else None,
             }
         elif cls == "sparse_selector":
-            n = sum(_count(x.read, "sel_rows") for x in covered)
-            top1 = sum(_count(x.read, "sel_cert_witness_top1") for x in covered)
-            full = sum(_count(x.read, "sel_cert_witness") for x in covered)
+            n = sum(count(x.read, "sel_rows") for x in covered)
+            top1 = sum(count(x.read, "sel_cert_witness_top1") for x in covered)
+            full = sum(count(x.read, "sel_cert_witness") for x in covered)
             row["headline"] = {
                 "top1_certified_share": top1 / n if n else None,
                 "topk_certified_share": full / n if n else None,
@@ -107,14 +107,6 @@ def _mean(block: dict, key: str) -> float | None:
     if isinstance(stat, int):
         raise TypeError(f"coverage: {key} is a counter, not a statistic")
     return stat.mean
-
-
-def _count(block: dict, key: str) -> int:
-    """Counter ``key`` (0 when absent; ``TypeError`` if the name holds a statistic)."""
-    v = block.get(key, 0)
-    if not isinstance(v, int):
-        raise TypeError(f"coverage: {key} is a statistic, not a counter")
-    return v
 
 
 def format_coverage(rows: list[dict[str, Any]]) -> list[str]:

@@ -44,7 +44,7 @@ from witprobe.certify.derive import DeriveError, as_run, derive
 from witprobe.certify.end_to_end import DEFAULT_TV_TOLERANCE, EndToEnd, format_end_to_end
 from witprobe.certify.pipeline import REPORT_FILE, RUN_SCHEMA_PREFIX
 from witprobe.certify.report import print_summary, print_table
-from witprobe.certify.run_record import Reading, RunRecord, Statistic
+from witprobe.certify.run_record import RunRecord, Statistic, count
 from witprobe.cliutil import InputError, UsageError, read_json_object, read_with
 from witprobe.typed_json import encode
 
@@ -251,18 +251,11 @@ def _writes(run: RunRecord) -> list[WriteStats]:
             if not isinstance(res, Statistic) or not isinstance(wit, Statistic) or res.n == 0:
                 continue
             cons = write.get(f"{t}_conservativeness")
-            viol = sum(_count(write, f"{t}_viol_witness_{w}") for w in ("below_residual", "above_sqrt_bands"))
+            viol = sum(count(write, f"{t}_viol_witness_{w}") for w in ("below_residual", "above_sqrt_bands"))
             out.append(WriteStats(layer=layer.layer, tensor=t, residual=_spread(res), witness=_spread(wit),
                                   conservativeness=_spread(cons) if isinstance(cons, Statistic) and cons.n else None,
                                   violations=viol))
     return out
-
-
-def _count(block: dict[str, Reading], key: str) -> int:
-    v = block.get(key, 0)
-    if not isinstance(v, int):
-        raise ValueError(f"{key} is a statistic, not a counter")
-    return v
 
 
 def _requests(run: RunRecord) -> list[RequestReading]:

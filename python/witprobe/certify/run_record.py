@@ -182,6 +182,15 @@ class RunRecord:
         return encode(self)
 
 
+def count(block: dict[str, Reading], key: str) -> int:
+    """Counter ``key`` of a layer's write or read block (0 when absent); a statistic under a
+    counter's name is malformed (``RecordError``)."""
+    v = block.get(key, 0)
+    if not isinstance(v, int):
+        raise RecordError(f"{key} is a statistic, not a counter")
+    return v
+
+
 def parse_run(obj: Any, where: str = "run.json") -> RunRecord:
     """``obj`` (parsed JSON) as a :class:`RunRecord`; :class:`RecordError` naming the path otherwise.
 
