@@ -20,6 +20,8 @@ import WitprobeAnalytic.Ville
 import WitprobeAnalytic.Chain
 import WitprobeAnalytic.InnerBridge
 import WitprobeAnalytic.BoxSup
+import WitprobeAnalytic.QueryAligned
+import WitprobeAnalytic.BoxQueryAligned
 
 /-!
 # WitprobeAnalytic: the real-analysis library, mirroring the Coq library

@@ -71,6 +71,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--box-sup", choices=("on", "off"), default="on",
                    help="meter the empirical box-sup TV bound beside the certified forms; off saves most of the "
                         "metering time of long contexts and changes no certified claim (default: %(default)s)")
+    r.add_argument("--query-aligned", type=int, default=0, metavar="RANK",
+                   help="also store a rank-RANK query-aligned witness per key (bases calibrated on 3 built-in prompts "
+                        "disjoint from the measured ones; 2 RANK + 8 bytes per key entry and KV head) and claim the box "
+                        "bound over its radii where it is the tightest (dense KV; default: %(default)s, off)")
     r.add_argument("--keys-only", action="store_true", help="compress keys only (values stay exact)")
     r.add_argument("--no-reference", action="store_true",
                    help="skip the uncompressed reference (no end-to-end readings: end-to-end is 'not measured')")
@@ -140,7 +144,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         model=args.model, codec=args.codec, bands=args.bands, compress_values=not args.keys_only,
         max_new_tokens=args.max_new_tokens, prompts=prompts,
         reference=not args.no_reference, e2e_tv_tolerance=args.e2e_tv_tol, batch=args.batch,
-        box_sup=args.box_sup == "on",
+        box_sup=args.box_sup == "on", query_aligned=args.query_aligned,
     )
     try:
         cfg.validate()

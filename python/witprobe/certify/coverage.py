@@ -23,14 +23,14 @@ from witprobe.self_checks import is_self_check, record_of
 MAIN_TENSOR = {"plain_kv", "latent_kv"}
 
 
-def _layer_clean(layer: LayerRecord, box_sup: bool) -> bool:
+def _layer_clean(layer: LayerRecord, box_sup: bool, query_aligned: bool) -> bool:
     """Every self-check counter (:mod:`witprobe.self_checks`) recorded and 0: the ones the layer
     must carry (:func:`witprobe.kinds.base.layer_required_counters`; a missing one is not clean)
     and any other the layer recorded."""
     kind = KINDS.get(layer.memory_class)
     write, read = layer.write, layer.read
     if kind is not None:
-        for name in layer_required_counters(kind, layer, box_sup):
+        for name in layer_required_counters(kind, layer, box_sup, query_aligned):
             if (write if record_of(name) == "write" else read).get(name) != 0:
                 return False
     for block in (write, read):
@@ -61,7 +61,7 @@ def coverage(run: RunRecord | dict[str, Any]) -> list[dict[str, Any]]:
             classes.setdefault(cls, []).append(layer)
     rows = []
     for cls, ls in classes.items():
-        covered = [x for x in ls if _observed(x) and _layer_clean(x, box_sup)]
+        covered = [x for x in ls if _observed(x) and _layer_clean(x, box_sup, run.config.query_aligned is not None)]
         row: dict[str, Any] = {
             "model": run.model.name,
             "family": run.model.family,

@@ -27,9 +27,10 @@ from witprobe.calculus.chains import FORMS, ReadMaxima, read_chain
 from witprobe.calculus.metrics import Metric
 from witprobe.calculus.registry import DEFAULT_REGISTRY, TierRegistry
 from witprobe.calculus.tiers import Tier, meet
-from witprobe.formal.claim_theorems import ClaimTheorem, boxsup_theorem, claim_theorem, evict_theorem
+from witprobe.formal.claim_theorems import (ClaimTheorem, boxsup_qa_theorem, boxsup_theorem, claim_theorem,
+                                            evict_theorem)
 from witprobe.formal.obligations import ChainObligation, reference_check
-from witprobe.kinds.base import layer_required_counters
+from witprobe.kinds.base import QA_SHAPES, layer_required_counters
 from witprobe.kinds.registry import KINDS
 from witprobe.self_checks import is_self_check, record_of
 from witprobe.typed_json import RecordError, encode
@@ -123,7 +124,7 @@ def _counter(block: Block, key: str, where: str) -> int:
     return v
 
 
-MAGNITUDE_SCHEMAS = ("witprobe-run/2", "witprobe-run/3")  # run schemas whose reads record fp_width, keys_visible, score_err, ...
+MAGNITUDE_SCHEMAS = ("witprobe-run/2", "witprobe-run/3", "witprobe-run/4")  # run schemas whose reads record fp_width, keys_visible, score_err, ...
 
 
 def _positive_int(v: Any, what: str) -> int:
@@ -194,6 +195,7 @@ def derive(run: RunRecord | dict[str, Any], registry: TierRegistry = DEFAULT_REG
     readings: list[dict[str, Any]] = []
     theorems: list[ClaimTheorem] = []
     box_on = box_sup_on(run)
+    qa_on = run.config.query_aligned is not None
     for idx, layer in enumerate(layers):
         where = f"run.json layers[{idx}]"
         write, read = layer.write, layer.read
@@ -203,7 +205,7 @@ def derive(run: RunRecord | dict[str, Any], registry: TierRegistry = DEFAULT_REG
         kind = KINDS[mclass]
         spec = kind.score
         rows = _counter(read, "rows", where) if kind.reads else _counter(read, "state_writes", where)
-        required = layer_required_counters(kind, layer, box_on)
+        required = layer_required_counters(kind, layer, box_on, qa_on)
         for name in required:
             block = write if record_of(name) == "write" else read
             if name not in block and rows:
@@ -272,6 +274,16 @@ def derive(run: RunRecord | dict[str, Any], registry: TierRegistry = DEFAULT_REG
         elif box_on:
             failures.append(f"layer {idx}: boxsup: the run records no box-sup bound, yet its config says the meter "
                             "was on (fail closed)")
+        if "qa_boxsup_bound" in read and not qa_on:
+            failures.append(f"layer {idx}: qa_boxsup: the run records query-aligned bounds, yet its config records no "
+                            "query-aligned witness")
+        elif "qa_boxsup_bound" in read:
+            qa_c_max = rounding.up(_stat(read, "qa_c_max", "max", where), what=f"{where} qa_c_max")
+            forms[QA_BOXSUP] = _boxsup(idx, read, where, realized, sizes.keys, score_err, score_abs_max, qa_c_max,
+                                       kind.theorem_shape in QA_SHAPES, failures, QA_BOXSUP)
+        elif qa_on and kind.theorem_shape in QA_SHAPES and box_on:
+            failures.append(f"layer {idx}: qa_boxsup: the run's config records a query-aligned witness, yet this "
+                            "dense-KV layer records no query-aligned bound (fail closed)")
         usable = [f for f in forms.values() if f.bound is not None and not f.vacuous and not f.reason]
         chain_usable = [f for f in usable if f.form in FORMS]
         best_eval = evals[min(chain_usable, key=_form_order).form] if chain_usable else None
@@ -281,6 +293,8 @@ def derive(run: RunRecord | dict[str, Any], registry: TierRegistry = DEFAULT_REG
                          realized, forms, memory_class=mclass)
             if best.form == BOXSUP:
                 theorems.append(boxsup_theorem(cid, rounding.to_units_up(best.bound), kind.theorem_shape))
+            elif best.form == QA_BOXSUP:
+                theorems.append(boxsup_qa_theorem(cid, rounding.to_units_up(best.bound)))
             else:
                 theorems.append(claim_theorem(cid, best.form, mclass, evals[best.form],
                                               rounding.to_units_up(inp.q_coef)))
@@ -367,7 +381,9 @@ BOXSUP_PROOFS = ("Witprobe.BoxSup.tv_le_box",)
 BOXSUP_NO_THEOREM = ("no library theorem states the box bound for this memory kind's score bridge yet "
                      "(the box theorems cover dense KV and latent KV): reported beside the certified forms, "
                      "never claimed")
-CLAIM_ORDER = FORMS + (BOXSUP,)
+QA_BOXSUP = "qa_boxsup"
+QA_BOXSUP_PROOFS = ("Witprobe.BoxSup.tv_le_box", "Witprobe.QueryAligned.qa_score_bridge")
+CLAIM_ORDER = FORMS + (BOXSUP, QA_BOXSUP)
 
 
 def _form_order(f: FormResult) -> tuple[Fraction, int]:
@@ -376,30 +392,33 @@ def _form_order(f: FormResult) -> tuple[Fraction, int]:
 
 
 def _boxsup(idx: int, read: Block, where: str, realized: float, keys: int, score_err: Fraction | None,
-            score_abs_max: Fraction | None, c_max: Fraction, has_theorem: bool, failures: list[str]) -> FormResult:
+            score_abs_max: Fraction | None, c_max: Fraction, has_theorem: bool, failures: list[str],
+            form: str = BOXSUP) -> FormResult:
     """The layer's box bound, rounded outward from the meter's row maximum to units of ``2**-48``.
 
     ``up(max_rows B_row) * (1 + boxsup_rel) + boxsup_floor`` (see :mod:`witprobe.probe.box_sup` and
     :func:`witprobe.calculus.float_error.boxsup_rel`); a bound below the realized TV is a failure.
-    A claim may use it only where ``has_theorem`` (the kind's shape is in :data:`BOXSUP_SHAPES`);
-    otherwise the form carries the reason and is reported beside the others.
+    ``form`` is ``boxsup`` (radii ``c_band``: ``read.boxsup_bound``) or ``qa_boxsup`` (radii
+    ``min(c_band, c_qa)``: ``read.qa_boxsup_bound``, with ``c_max`` their layer maximum
+    ``read.qa_c_max``). A claim may use it only where ``has_theorem`` (the kind's shape has the
+    form's box theorem); otherwise the form carries the reason and is reported beside the others.
     """
     reason = "" if has_theorem else BOXSUP_NO_THEOREM
-    proofs = BOXSUP_PROOFS if has_theorem else ()
+    proofs = (BOXSUP_PROOFS if form == BOXSUP else QA_BOXSUP_PROOFS) if has_theorem else ()
     if score_err is None or score_abs_max is None:
-        failures.append(f"layer {idx}: boxsup: the run records no score magnitudes for its float64 analysis (fail closed)")
-        return FormResult(BOXSUP, None, True, False, None, "no score magnitudes recorded", proofs)
+        failures.append(f"layer {idx}: {form}: the run records no score magnitudes for its float64 analysis (fail closed)")
+        return FormResult(form, None, True, False, None, "no score magnitudes recorded", proofs)
     problems = float_error.boxsup_problems(keys, score_err, score_abs_max)
     if problems:
-        failures.extend(f"layer {idx}: {p} (fail closed)" for p in problems)
-        return FormResult(BOXSUP, None, True, False, None, "; ".join(problems), proofs)
-    raw = rounding.up(_recorded_max(read, "boxsup_bound", where), what=f"{where} boxsup_bound")
+        failures.extend(f"layer {idx}: {form}: {p} (fail closed)" for p in problems)
+        return FormResult(form, None, True, False, None, "; ".join(problems), proofs)
+    raw = rounding.up(_recorded_max(read, f"{form}_bound", where), what=f"{where} {form}_bound")
     exact = raw * (1 + float_error.boxsup_rel(keys, score_err, score_abs_max)) + float_error.boxsup_floor(keys, c_max)
     bound = rounding.from_units(rounding.to_units_up(exact))
     beaten = bound < Fraction(realized)
     if beaten:
-        failures.append(f"layer {idx}: boxsup bound {float(bound):.6g} beaten by realized TV {realized:.6g}")
-    return FormResult(BOXSUP, bound, bound >= 1, beaten, None, reason, proofs)
+        failures.append(f"layer {idx}: {form} bound {float(bound):.6g} beaten by realized TV {realized:.6g}")
+    return FormResult(form, bound, bound >= 1, beaten, None, reason, proofs)
 
 
 def _half_life(log_a: float | None) -> float | None:

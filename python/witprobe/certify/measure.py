@@ -30,7 +30,7 @@ from witprobe.probe.attention import ATTN_IMPLEMENTATION
 from witprobe.probe.observer import Observer
 from witprobe.certify.run_record import RUN_SCHEMA, RunRecord, parse_run
 from witprobe.probe.recurrent import DecayHooks
-from witprobe.probe.query_aligned import QueryBasis
+from witprobe.probe.query_aligned import CALIBRATION_PROMPTS, QueryAlignedError, QueryBasis, calibrate
 from witprobe.probe.selector import SelectorHooks
 from witprobe.probe.v4 import PageSelectorHooks
 
@@ -64,6 +64,7 @@ class MeasureConfig:
     e2e_tv_tolerance: float = 0.1
     batch: int = 1  # requests served together in one forward, left-padded (dense KV, entry codecs)
     box_sup: bool = True  # meter the empirical box-sup TV bound (most of the metering time of long contexts)
+    query_aligned: int = 0  # rank of the query-aligned witness (0: off); calibrated on CALIBRATION_PROMPTS
 
     def validate(self) -> None:
         make_codec(self.codec, self.bands)  # raises CodecError naming the problem
@@ -78,6 +79,15 @@ class MeasureConfig:
             raise ValueError(f"batch must be an integer in [1, 64], got {self.batch!r}")
         if not self.prompts or not all(is_valid(p) for p in self.prompts):
             raise ValueError("prompts must be a nonempty list of nonempty strings or chats")
+        qa = self.query_aligned
+        if isinstance(qa, bool) or not isinstance(qa, int) or qa < 0:
+            raise ValueError(f"the query-aligned rank must be an integer >= 0 (0: off), got {qa!r}")
+        if qa and not self.box_sup:
+            raise ValueError("the query-aligned witness needs the box meter: --query-aligned with --box-sup off")
+        if qa and make_codec(self.codec, self.bands).scope == EVICT:
+            raise ValueError(f"the query-aligned witness bounds stored-key error; codec {self.codec!r} evicts instead")
+        if qa and set(CALIBRATION_PROMPTS) & {p for p in self.prompts if isinstance(p, str)}:
+            raise ValueError("a measured prompt repeats a query-aligned calibration prompt; measure other prompts")
 
 
 # id(weight) -> (weak reference to the weight, its version, bound); tensors cannot be dict keys by
@@ -136,6 +146,13 @@ def check_compatible(cfg: MeasureConfig, loaded: LoadedModel) -> None:
         what = "an eviction policy" if codec.scope == EVICT else "sequence-level"
         raise ValueError(f"codec {cfg.codec} is {what} and applies to dense KV layers only; "
                          f"{cfg.model} has {', '.join(sorted(kinds - {'dense_kv'}))} layers")
+    if cfg.query_aligned:
+        if "dense_kv" not in kinds:
+            raise ValueError(f"--query-aligned applies to dense KV layers; {cfg.model} has "
+                             f"{', '.join(sorted(kinds))} layers")
+        if cfg.query_aligned > head_dim_of(mc):
+            raise ValueError(f"--query-aligned {cfg.query_aligned} exceeds the head dimension {head_dim_of(mc)} "
+                             f"of {cfg.model}")
     if any(KINDS[k].bands_divide_head_dim for k in kinds):
         d = head_dim_of(mc)
         if d % cfg.bands:
@@ -179,6 +196,14 @@ def _encode(tokenizer: Any, prompt: Prompt) -> dict[str, torch.Tensor]:
     return encode(tokenizer, prompt)
 
 
+def _qa_record(basis: QueryBasis) -> dict[str, Any]:
+    """``config.query_aligned`` of a run that used ``basis``."""
+    cal = basis.calibration
+    return {"rank": basis.rank, "calibration_prompts": list(cal.get("prompt_texts", [])),
+            "calibration_tokens": int(cal.get("tokens", 0)), "method": str(cal.get("method", "")),
+            "basis_sha256": basis.sha256(), "witness_bytes_per_entry": basis.bytes_per_entry}
+
+
 def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None = None,
             query_basis: QueryBasis | None = None) -> RunRecord:
     """Run every prompt through the witness cache; return the run record (stored as run.json).
@@ -187,11 +212,22 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
     (:func:`witprobe.certify.run_record.parse_run`): a meter that records a self-check counter as
     anything but a count fails here, before anything is written.
 
-    With ``query_basis`` (:func:`witprobe.probe.query_aligned.calibrate`, on prompts disjoint from
-    ``cfg.prompts``) the dense-KV reads also record the query-aligned forms (tier ``empirical``).
+    With ``cfg.query_aligned = r > 0`` the bases are calibrated first
+    (:func:`witprobe.probe.query_aligned.calibrate` on
+    :data:`~witprobe.probe.query_aligned.CALIBRATION_PROMPTS`, rank ``r``); ``query_basis`` passes
+    bases calibrated elsewhere instead (``cfg.query_aligned`` must then be 0 or their rank). Either
+    way the dense-KV reads also record the query-aligned forms and ``config.query_aligned`` records
+    the calibration.
     """
     cfg.validate()
     check_compatible(cfg, loaded)
+    if query_basis is None and cfg.query_aligned:
+        dense = [i for i, k in enumerate(layer_kinds(text_config(loaded.model.config))) if k == "dense_kv"]
+        progress = progress or Progress(quiet=True)
+        progress.info(f"calibrating rank-{cfg.query_aligned} query bases on {len(CALIBRATION_PROMPTS)} prompts")
+        query_basis = calibrate(loaded, CALIBRATION_PROMPTS, cfg.query_aligned, layers=dense)
+    elif query_basis is not None and cfg.query_aligned not in (0, query_basis.rank):
+        raise QueryAlignedError(f"query_basis has rank {query_basis.rank}, the config asks for {cfg.query_aligned}")
     progress = progress or Progress(quiet=True)
     model, tok = loaded.model, loaded.tokenizer
     mc = text_config(model.config)
@@ -253,6 +289,7 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
             "e2e_tv_tolerance": cfg.e2e_tv_tolerance,
             **({"batch": cfg.batch} if cfg.batch > 1 else {}),
             **({} if cfg.box_sup else {"box_sup": False}),
+            **({} if query_basis is None else {"query_aligned": _qa_record(query_basis)}),
         },
         "requests": requests,
         "layers": layers,

@@ -55,7 +55,7 @@ def print_table(cert: dict[str, Any], out: TextIO) -> None:
     readings = {r["layer"]: r for r in cert["readings"]}
     head = (
         f"{'layer':>5} {'rel.res%':>8} {'W/|D|':>6} {'TV real':>8} {'plain':>7} {'e-form':>7} {'centred':>7} "
-        f"{'box':>7} {'bound':>7} {'form':>7} {'tight':>6} {'tier':>9}"
+        f"{'box':>7} {'qa box':>7} {'bound':>7} {'form':>9} {'tight':>6} {'tier':>9}"
     )
     print(head, file=out)
     print("-" * len(head), file=out)
@@ -65,16 +65,17 @@ def print_table(cert: dict[str, Any], out: TextIO) -> None:
         main = r.get("main_tensor", "key")
         rel = r.get(f"{main}_rel_residual_mean")
         cells = " ".join(f"{_bound(f.get(k, {}).get('bound'), f.get(k, {}).get('vacuous', False)):>7}"
-                         for k in ("plain", "eform", "centred", "boxsup"))
+                         for k in ("plain", "eform", "centred", "boxsup", "qa_boxsup"))
         print(
             f"{c['layer']:>5} {_num(rel * 100 if rel is not None else None, '{:.3f}'):>8} "
             f"{_num(r.get(f'{main}_conservativeness_mean'), '{:.2f}'):>6} {_num(c['realized_tv_max']):>8} {cells} "
-            f"{_bound(c['bound'], c['vacuous']):>7} {c['form'] or '-':>7} {_num(c['tightness'], '{:.1f}'):>6} "
+            f"{_bound(c['bound'], c['vacuous']):>7} {c['form'] or '-':>9} {_num(c['tightness'], '{:.1f}'):>6} "
             f"{c['tier']:>9}",
             file=out,
         )
     print("(* = vacuous: a TV bound >= 1 says nothing; bounds are rounded up; the claim is the tightest non-vacuous "
-          "form its theorem covers)", file=out)
+          "form its theorem covers; qa box: the box bound over the query-aligned radii, '-' when the run stored no "
+          "query-aligned witness)", file=out)
     print_evictions(cert, out)
     print_outputs(cert, out)
     print_recurrent(cert, out)

@@ -1,4 +1,4 @@
-"""The run record (``run.json``, schema ``witprobe-run/3``): typed, versioned, with a JSON Schema.
+"""The run record (``run.json``, schema ``witprobe-run/4``): typed, versioned, with a JSON Schema.
 
 ``certify run`` measures a model into a :class:`RunRecord` and stores it as canonical JSON; every
 consumer (derivation, coverage, the report, ``certify check``) reads it back through
@@ -25,16 +25,17 @@ from typing import Any, Union
 from witprobe import self_checks
 from witprobe.typed_json import RecordError, decode, encode, field_doc, json_schema
 
-RUN_SCHEMA = "witprobe-run/3"
+RUN_SCHEMA = "witprobe-run/4"
 # /1: the first record; /2: reads record the magnitudes of the float64 error analysis (fp_width,
 # keys_visible, score_err, score_abs_max); /3: dense-KV reads record the attention-output meter,
-# requests the per-step next-token readings and config the end-to-end tolerance. The versions differ
+# requests the per-step next-token readings and config the end-to-end tolerance; /4: config records the
+# query-aligned witness's calibration (config.query_aligned) and reads may carry its certified box form. The versions differ
 # in which readings a layer records and in optional fields only, so one type reads them all.
-READABLE_SCHEMAS = ("witprobe-run/1", "witprobe-run/2", RUN_SCHEMA)
+READABLE_SCHEMAS = ("witprobe-run/1", "witprobe-run/2", "witprobe-run/3", RUN_SCHEMA)
 RUN_SCHEMA_ID = "https://witprobe.dev/schema/run.schema.json"
 # SHA-256 of the canonical JSON text of run_schema() per schema version: a test fails when the
 # types change and this does not (bump RUN_SCHEMA, keep the old version readable, update this)
-SCHEMA_FINGERPRINTS = {RUN_SCHEMA: "139e5428f8fb5cb366755b750eda1f79d5061e5f6e5636fe8a3c791a7b54b404"}
+SCHEMA_FINGERPRINTS = {RUN_SCHEMA: "f87890c1e5fdd08df9cf19707c2e832786fc2227bf518dc08349dd7e17098f94"}
 
 READING_NAME = r"[A-Za-z][A-Za-z0-9_.]*"
 
@@ -120,6 +121,23 @@ class ModelRecord:
 
 
 @dataclass(frozen=True)
+class QueryAlignedRecord:
+    """The query-aligned witness of a run (``certify run --query-aligned R``): which bases it used.
+
+    Soundness does not depend on the bases (``BoxQueryAligned.box_qa_or_banded_claim`` holds for any
+    ``U``); the record says how they were calibrated so a run can be reproduced."""
+
+    rank: int = field(metadata=field_doc("basis width r per layer and KV head", minimum=1))
+    calibration_prompts: list[str] = field(metadata=field_doc(
+        "the calibration prompts (none of them is a measured prompt)"))
+    calibration_tokens: int = field(metadata=field_doc("tokens of the calibration prompts", minimum=1))
+    method: str = field(metadata=field_doc("how each basis was computed"))
+    basis_sha256: str = field(metadata=field_doc("SHA-256 of the bases, layer order, float64 little-endian"))
+    witness_bytes_per_entry: int = field(metadata=field_doc(
+        "stored bytes per key entry and KV head: a in float16 (2 r) plus rho and eps in float32 (8)", minimum=1))
+
+
+@dataclass(frozen=True)
 class RunConfigRecord:
     """What was measured: codec, bands, prompts and generation length."""
 
@@ -136,6 +154,8 @@ class RunConfigRecord:
         "prompts per padded batch; absent means 1", optional=True, minimum=2))
     box_sup: bool | None = field(default=None, metadata=field_doc(
         "false when the box-sup meter was switched off; absent means on", optional=True))
+    query_aligned: QueryAlignedRecord | None = field(default=None, metadata=field_doc(
+        "the query-aligned witness's calibration (schema /4); absent when it was off", optional=True))
 
 
 @dataclass(frozen=True)

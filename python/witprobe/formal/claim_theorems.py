@@ -98,7 +98,9 @@ class ClaimTheorem:
     ``score`` (score level: the measured radius bounds the score error by the memory class's
     bridge, a library theorem the per-run statement does not restate), ``evict`` (dense KV
     under an eviction codec: full vs pruned attention, :func:`evict_theorem`) or ``boxsup``
-    (dense KV, the box bound: banded radii and a box certificate, :func:`boxsup_theorem`).
+    (dense KV, the box bound: banded radii and a box certificate, :func:`boxsup_theorem`) or
+    ``boxsup_qa`` (dense KV, the box bound over query-aligned or banded radii,
+    :func:`boxsup_qa_theorem`).
 
     A theorem with an empty ``lean_statement`` is stated in Coq only (no Lean library lemma
     states it yet; :attr:`has_lean`): the Lean file leaves it out and its Lean status is unchecked.
@@ -107,7 +109,7 @@ class ClaimTheorem:
     claim_id: str
     theorem: str
     form: str
-    shape: str  # "banded", "latent", "score", "sink", "evict" or "boxsup"
+    shape: str  # "banded", "latent", "score", "sink", "evict", "boxsup", "boxsup_latent" or "boxsup_qa"
     statement: str
     proof: str
     constants: tuple[Constant, ...]
@@ -422,6 +424,67 @@ BOXSUP_MEASURED = ("B: max over read rows of the box meter's bound (witprobe.pro
                    "times 1 + the centre's relative error (read.boxsup_bound); or tanh(C_row / 2) where the grid "
                    "is coarse. The radii r_t are c_t = scale * sum_b ||q_b|| ||k_{t,b} - k'_{t,b}|| inflated by "
                    "2^-30 and pooled up to their radius bucket's maximum")
+
+
+QA_BOXSUP_MEASURED = ("B: max over read rows of the box meter's bound over the radii r_t = min(c_band_t, c_qa_t) "
+                      "(witprobe.probe.box_sup and witprobe.probe.query_aligned), with its float64 error allowance, "
+                      "times 1 + the centre's relative error (read.qa_boxsup_bound); c_band_t as for the banded box "
+                      "claim and c_qa_t = scale (|<U^T q, a_t>| + ||q - U U^T q|| ||rr_t|| + ||U^T q|| ||U^T rr_t||) "
+                      "from the stored witness (a_t = U^T (k_t - k'_t) rounded to float16, ||rr_t|| and ||U^T rr_t|| "
+                      "rounded up to float32, rr_t = k_t - k'_t - U a_t) with the componentwise float64 allowances of "
+                      "witprobe.probe.query_aligned, inflated by 2^-30")
+
+_QA_BINDERS = ("forall (n nb rk : nat) (w : nat -> nat) (U : nat -> nat -> R) (scale : R) (q b : nat -> R)\n"
+               "         (k k' a rr : nat -> nat -> R) (r : nat -> R),\n  ")
+_QA_DOT = "dot (offset w nb) q"
+_L_QA_BINDERS = ("∀ (n nb rk : ℕ) (w : ℕ → ℕ) (U : ℕ → ℕ → ℝ) (scale : ℝ) (q b : ℕ → ℝ)\n"
+                 "        (k k' a rr : ℕ → ℕ → ℝ) (r : ℕ → ℝ),\n      ")
+
+
+def boxsup_qa_theorem(claim_id: str, bound_units: int) -> ClaimTheorem:
+    """The theorem of the box claim over query-aligned radii (dense KV,
+    ``coq/Witprobe/BoxQueryAligned.v``, ``box_qa_or_banded_claim``).
+
+    For every query ``q``, exact and served keys ``k``, ``k'`` of width ``offset w nb``, basis
+    ``U`` (any ``d x rk`` matrix), coefficients ``a`` and remainders ``rr`` with
+    ``k_t - k'_t = U a_t + rr_t``, any ``b``, ``scale >= 0`` and radii ``r`` that cover, per key,
+    the query-aligned radius or the banded one: if the served distribution and ``r`` admit a box
+    certificate at level ``B`` then ``TV <= B``. As for :func:`boxsup_theorem` the measured
+    hypothesis is the certificate itself (:data:`QA_BOXSUP_MEASURED`) and ``B`` is its level, so the
+    proof applies the library lemma to ``B`` (Lean: the mirror in
+    ``analytic/WitprobeAnalytic/BoxQueryAligned.lean``, whose conclusion with ``B`` substituted is
+    the Lean statement).
+    """
+    name = theorem_name(claim_id)
+    b = Constant("B", bound_units, f"claimed bound of {claim_id} (the layer's query-aligned box bound, rounded up)")
+    served = f"(fun t => scale * {_QA_DOT} (k' t))"
+    stmt = (_QA_BINDERS
+            + "(0 < n)%nat ->\n  0 <= scale ->\n  "
+            "(forall t, (t < n)%nat -> forall i, (i < offset w nb)%nat ->\n"
+            "     k t i - k' t i = matvec rk U (a t) i + rr t i) ->\n  "
+            "(forall t, (t < n)%nat ->\n"
+            "     scale * qa_radius (offset w nb) rk U q (a t) (rr t) b <= r t\n"
+            "     \\/ scale * banded_witness nb w (band_split w q) (bdiff (band_split w (k t)) (band_split w (k' t)))"
+            " <= r t) ->\n  "
+            f"box_certificate n (softmax n {served}) r {b.coq} ->\n  "
+            f"tv n (softmax n (fun t => scale * {_QA_DOT} (k t)))\n       (softmax n {served}) <= {b.coq}")
+    lstmt = (_L_QA_BINDERS
+             + f"0 < n →{_NL}0 ≤ scale →{_NL}"
+             f"(∀ t, t < n → ∀ i, i < offset w nb →{_NL}  k t i - k' t i = matvec rk U (a t) i + rr t i) →{_NL}"
+             f"(∀ t, t < n →{_NL}  scale * qa_radius (offset w nb) rk U q (a t) (rr t) b ≤ r t{_NL}"
+             "  ∨ scale * banded_witness nb w (band_split w q) (bdiff (band_split w (k t)) (band_split w (k' t)))"
+             f" ≤ r t) →{_NL}"
+             f"box_certificate n (softmax n {served}) r {b.lean} →{_NL}"
+             f"tv n (softmax n (fun t => scale * {_QA_DOT} (k t))){_NL}  (softmax n {served}) ≤ {b.lean}")
+    args = "n nb rk w U scale q b k k' a rr r"
+    proof = f"intros {args} Hn Hs Hdec Hr Hc. exact (box_qa_or_banded_claim _ {args} Hn Hs Hdec Hr Hc)."
+    lproof = f"box_qa_or_banded_claim {b.lean}"
+    proved = ("Witprobe.BoxQueryAligned.box_qa_or_banded_claim", "Witprobe.BoxSup.tv_le_box",
+              "Witprobe.QueryAligned.qa_score_bridge", "Witprobe.BoxQueryAligned.flat_score_bridge_banded",
+              "Witprobe.BoxSup.box_psi_convex_max")
+    lproved = tuple("WitprobeAnalytic." + p.rsplit(".", 1)[1] for p in proved)
+    return ClaimTheorem(claim_id, name, "qa_boxsup", "boxsup_qa", stmt, proof, (b,), (QA_BOXSUP_MEASURED,), proved,
+                        lstmt, lproof, lproved, LeanSide("boxsup", Fraction(0), b.value))
 
 
 def boxsup_theorem(claim_id: str, bound_units: int, shape: str = "banded") -> ClaimTheorem:

@@ -51,10 +51,12 @@ SHAPE_IMPORTS: dict[str, tuple[str, ...]] = {
     "evict": ("ScoreBridge", "Selection", "Eviction"),
     "boxsup": ("ScoreBridge", "ClaimsBanded", "BoxSup"),
     "boxsup_latent": ("LatentBridge", "ClaimsLatent", "BoxSup"),
+    "boxsup_qa": ("ScoreBridge", "LatentBridge", "BoxSup", "QueryAligned", "BoxQueryAligned"),
     "sink": (),
     "score": (),
 }
-LIBRARY_ORDER = ("ScoreBridge", "ClaimsBanded", "LatentBridge", "ClaimsLatent", "Selection", "Eviction", "BoxSup")
+LIBRARY_ORDER = ("ScoreBridge", "ClaimsBanded", "LatentBridge", "ClaimsLatent", "Selection", "Eviction", "BoxSup",
+                 "QueryAligned", "BoxQueryAligned")
 
 
 def render_coq(theorems: Sequence[ClaimTheorem], run_sha: str) -> str:

@@ -136,21 +136,28 @@ SELECTION_CHECKS = ("indexer_recon_mismatch", "sel_flip_in_witness_cert", "sel_m
 
 
 BOXSUP_CHECK = "rows_boxsup_beaten"
+QA_CHECKS = ("keys_qa_radius_beaten", "rows_qa_centred_beaten", "rows_qa_boxsup_beaten")
+QA_SHAPES = ("banded",)  # theorem shapes whose reads meter the query-aligned witness (dense KV)
 
 
-def layer_required_counters(kind: MemoryKind, layer: LayerRecord, box_sup: bool) -> tuple[str, ...]:
+def layer_required_counters(kind: MemoryKind, layer: LayerRecord, box_sup: bool,
+                            query_aligned: bool = False) -> tuple[str, ...]:
     """Every self-check counter one ``run.json`` layer must carry (a missing one fails closed).
 
     The kind's own counters (:attr:`MemoryKind.required_counters`), and those of the meters the
     layer ran: the box meter on a layer with reads when the run metered it (``box_sup``: the run
     config), the attention-output meter where it read rows (``read.out_rows``; the projected one
     where the layer records ``o_proj``), and the eviction meter where it read rows
-    (``read.evict_rows`` present). The one list derivation, coverage and the report all read.
+    (``read.evict_rows`` present), and the query-aligned meter's on dense KV when the run stored
+    that witness (``query_aligned``: ``config.query_aligned`` present). The one list derivation,
+    coverage and the report all read.
     """
     read = layer.read
     names = list(kind.required_counters)
     if kind.reads and box_sup:
         names.append(BOXSUP_CHECK)
+    if query_aligned and kind.theorem_shape in QA_SHAPES:
+        names += QA_CHECKS
     if read.get("out_rows"):
         names += [c.pattern for c in OUTPUT_CHECKS if c.pattern != "rows_out_proj_beaten" or layer.o_proj is not None]
     if "evict_rows" in read:

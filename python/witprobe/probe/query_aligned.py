@@ -11,11 +11,15 @@ calibration prompts are stacked into ``(n, D)``; ``U`` ``(D, r)`` is the top-``r
 vectors, re-orthonormalized by a float64 QR (:func:`calibrate_basis`). Nothing below needs ``U`` to
 be orthonormal: orthonormality only makes the bound tight.
 
-Write (per stored key, per KV head; ``r + 2`` float64 numbers)
---------------------------------------------------------------
-With ``Delta = k - k'`` (exact minus served key) the witness stores ``a = U^T Delta`` (``r``
-numbers), ``rho >= ||rr||`` and ``eps >= ||U^T rr||`` for the remainder ``rr = Delta - U a``
-(:func:`qa_witness`). The decomposition ``Delta = U a + rr`` holds for *any* ``U`` and ``a``.
+Write (per stored key, per KV head; ``r`` float16 and 2 float32 numbers)
+--------------------------------------------------------------------------
+With ``Delta = k - k'`` (exact minus served key) the witness stores ``a``, the float16 rounding of
+``U^T Delta`` (``r`` numbers), and ``rho >= ||rr||`` and ``eps >= ||U^T rr||`` for the remainder
+``rr = Delta - U a``, both rounded up to float32 (:func:`qa_witness`). The decomposition
+``Delta = U a + rr`` holds for *any* ``U`` and ``a`` (``rr`` is defined by it), so storing ``a`` in
+float16 costs no soundness: the rounding of ``a`` moves into ``rr`` and ``U^T rr`` (about
+``2**-11 ||a||``). Stored bytes per key entry and KV head: ``2 r + 8``
+(:attr:`QueryBasis.bytes_per_entry`).
 
 Read (per query row and key)
 ----------------------------
@@ -39,13 +43,29 @@ kernel): the computed ``rr`` differs from ``Delta - U a`` componentwise by at mo
 the computed ``q - U b`` by ``gamma_{r+2} (|U| |b| + |q|)``, the dot product ``<b, a>`` by
 ``gamma_r ||b|| ||a||``; ``rho``, ``eps`` and ``||q - U b||`` add the norms of those error vectors
 (triangle inequality), and the radius is inflated by ``1 + 2**-30`` for the few roundings of the
-final norms, products and sums. Tier: ``empirical`` (reason :data:`TIER_REASON`) until the bridge is
-part of the per-run theorem.
+final norms, products and sums.
+
+Tier
+----
+The read meter folds two forms per row. The box form over the radii ``min(c_band, c_qa)``
+(``qa_boxsup_bound``) is a certified form: derivation claims it through
+``coq/Witprobe/BoxQueryAligned.v`` (``box_qa_or_banded_claim``) when it is the tightest. The
+centred form over the same radii (``qa_centred_bound``) is a reading only (:data:`TIER_REASON`):
+the box form is never above it.
+
+Calibration prompts
+-------------------
+``certify run --query-aligned R`` calibrates on :data:`CALIBRATION_PROMPTS` and refuses measured
+prompts that repeat one of them. Soundness does not depend on the basis (the theorem holds for any
+``U``); disjointness keeps the tightness honest (a basis fitted to the measured queries would
+flatter it).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,9 +75,22 @@ import torch
 from witprobe.calculus.float_error import allowance
 
 TIER = "empirical"
-TIER_REASON = "query-aligned bridge not yet in the per-run theorem"
+TIER_REASON = ("the query-aligned centred form is a reading: the box form over the same radii is never above it "
+               "and is the one derivation certifies")
 OUTWARD = 1.0 + 2.0 ** -30
-BYTES_PER_FLOAT = 8  # float64 storage of a, rho, eps
+COEF_DTYPE = torch.float16  # storage of a (any a is sound: the remainder absorbs its rounding)
+COEF_BYTES = 2
+NORM_BYTES = 4  # rho and eps, rounded up to float32
+FLOAT16_MAX = 65504.0
+
+CALIBRATION_PROMPTS: tuple[str, ...] = (
+    "Bees build hexagonal cells of wax. In winter the colony keeps the hive warm by clustering together "
+    "and shivering their flight muscles, while the queen stays at the centre of the cluster.",
+    "List three differences between a river and a canal, and say which one ships prefer and why.",
+    "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n"
+    "Explain what this function returns for n = 10.",
+)
+"""The calibration prompts of ``certify run --query-aligned`` (disjoint from the built-in measured prompts)."""
 
 
 class QueryAlignedError(ValueError):
@@ -92,7 +125,16 @@ class QueryBasis:
 
     @property
     def bytes_per_entry(self) -> int:
-        return self.floats_per_entry * BYTES_PER_FLOAT
+        """``a`` in float16, ``rho`` and ``eps`` in float32: ``2 r + 8`` bytes per key entry and KV head."""
+        return self.rank * COEF_BYTES + 2 * NORM_BYTES
+
+    def sha256(self) -> str:
+        """SHA-256 of the bases (layer order, float64 little-endian bytes): which ``U`` a run used."""
+        h = hashlib.sha256()
+        for i in sorted(self.bases):
+            h.update(f"{i}:{tuple(self.bases[i].shape)};".encode())
+            h.update(self.bases[i].to(torch.float64).contiguous().numpy().astype("<f8").tobytes())
+        return h.hexdigest()
 
 
 def calibrate_basis(queries: Sequence[torch.Tensor], groups: int, rank: int) -> torch.Tensor:
@@ -139,26 +181,34 @@ def _check_basis(basis: torch.Tensor, hkv: int, d: int) -> None:
         raise QueryAlignedError(f"query basis has shape {tuple(basis.shape)}, expected ({hkv}, {d}, r)")
 
 
+def _up_float32(x: torch.Tensor) -> torch.Tensor:
+    """``x`` (float64, nonnegative) rounded up to a float32 value, returned as float64."""
+    y = x.to(torch.float32)
+    y = torch.where(y.to(torch.float64) < x, torch.nextafter(y, torch.full_like(y, float("inf"))), y)
+    return y.to(torch.float64)
+
+
 def qa_witness(delta: torch.Tensor, basis: torch.Tensor) -> QAWitness:
     """Witness of residuals ``delta`` ``(B, Hkv, T, D)`` in the basis ``U`` ``(Hkv, D, r)``.
 
-    ``a = U^T Delta``, ``rr = Delta - U a`` formed explicitly, ``rest = ||rr|| + ||e_rr||`` and
-    ``cross = ||U^T rr|| + ||e_x||`` with the componentwise error vectors of the module docstring.
+    ``a`` is ``U^T Delta`` rounded to float16 (clamped to its range); ``rr = Delta - U a`` is formed
+    explicitly in float64, ``rest = ||rr|| + ||e_rr||`` and ``cross = ||U^T rr|| + ||e_x||`` with the
+    componentwise error vectors of the module docstring, each rounded up to float32.
     """
     _check_basis(basis, delta.shape[1], delta.shape[-1])
     d, r = basis.shape[1], basis.shape[2]
     x = delta.to(torch.float64)
     u = basis.to(torch.float64)
     ua = u.abs()
-    a = torch.einsum("bhtd,hdr->bhtr", x, u)
+    a = torch.einsum("bhtd,hdr->bhtr", x, u).clamp(-FLOAT16_MAX, FLOAT16_MAX).to(COEF_DTYPE).to(torch.float64)
     rr = x - torch.einsum("bhtr,hdr->bhtd", a, u)
     e_rr = allowance(r + 2) * (torch.einsum("bhtr,hdr->bhtd", a.abs(), ua) + x.abs())
-    rest = (rr.norm(dim=-1) + e_rr.norm(dim=-1)) * OUTWARD
+    rest = _up_float32((rr.norm(dim=-1) + e_rr.norm(dim=-1)) * OUTWARD)
     utr = torch.einsum("bhtd,hdr->bhtr", rr, u)
     # error of U^T rr as computed, plus U^T applied to the error of rr (||U^T e|| <= ||U||_F ||e||)
     e_x = allowance(d) * torch.einsum("bhtd,hdr->bhtr", rr.abs(), ua).norm(dim=-1)
     fro = u.pow(2).sum(dim=(1, 2)).sqrt().reshape(1, -1, 1)
-    cross = (utr.norm(dim=-1) + e_x + fro * e_rr.norm(dim=-1)) * OUTWARD
+    cross = _up_float32((utr.norm(dim=-1) + e_x + fro * e_rr.norm(dim=-1)) * OUTWARD)
     return QAWitness(a, rest, cross)
 
 
@@ -224,12 +274,12 @@ class QueryCollector:
             ACTIVE.reset(token)
 
 
-def calibrate(loaded: Any, prompts: Sequence[Any], rank: int) -> QueryBasis:
+def calibrate(loaded: Any, prompts: Sequence[Any], rank: int, layers: Sequence[int] | None = None) -> QueryBasis:
     """Bases of every attention layer from one uncompressed forward pass per calibration prompt.
 
     ``loaded`` is a :class:`witprobe.models.zoo.LoadedModel`; ``prompts`` strings or chats
     (encoded as :func:`witprobe.certify.measure.measure` encodes them). Keep them disjoint from the
-    prompts the bases are then measured on.
+    prompts the bases are then measured on. ``layers`` keeps only those layers' bases (default: all).
     """
     from witprobe.certify.measure import _encode
     from witprobe.probe.attention import ATTN_IMPLEMENTATION
@@ -245,5 +295,10 @@ def calibrate(loaded: Any, prompts: Sequence[Any], rank: int) -> QueryBasis:
             inputs = _encode(loaded.tokenizer, p)
             tokens += int(inputs["input_ids"].shape[1])
             model(**inputs, use_cache=False)
-    bases = {i: calibrate_basis(qs, col.groups[i], rank) for i, qs in sorted(col.queries.items())}
-    return QueryBasis(bases, rank, {"prompts": len(prompts), "tokens": tokens, "method": "top-r right singular vectors, float64 QR"})
+    keep = None if layers is None else set(layers)
+    bases = {i: calibrate_basis(qs, col.groups[i], rank) for i, qs in sorted(col.queries.items())
+             if keep is None or i in keep}
+    texts = [p if isinstance(p, str) else json.dumps([dict(m) for m in p]) for p in prompts]
+    return QueryBasis(bases, rank, {"prompts": len(prompts), "tokens": tokens, "prompt_texts": texts,
+                                    "method": "top-r right singular vectors of each KV head's stacked "
+                                              "post-RoPE queries, float64 QR"})

@@ -25,7 +25,7 @@ from witprobe.calculus.float_error import allowance
 from witprobe.memory.codecs import CACHE, EVICT, SEQUENCE, WHOLE_SEQUENCE, Codec, CodecError, EvictionCodec
 from witprobe.probe.meters import (ScoreComponent, WitnessBatch, band_norms, band_witness, dense_scores,
                                    visibility)
-from witprobe.probe.query_aligned import QAWitness, qa_radius, qa_witness
+from witprobe.probe.query_aligned import COEF_DTYPE, QAWitness, qa_radius, qa_witness
 
 
 class WriteRecorder(Protocol):
@@ -160,8 +160,10 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
         if u is None:
             return
         w = qa_witness(exact.to(torch.float64) - served.to(torch.float64), u.to(exact.device))
-        for name, v in (("key_qa_coef", w.coef), ("key_qa_rest", w.rest.unsqueeze(-1)),
-                        ("key_qa_cross", w.cross.unsqueeze(-1))):
+        # stored as the witness's bytes say: a in float16, rho and eps in float32 (both exact: qa_witness
+        # rounded them to those formats, rho and eps upward)
+        for name, v in (("key_qa_coef", w.coef.to(COEF_DTYPE)), ("key_qa_rest", w.rest.unsqueeze(-1).to(torch.float32)),
+                        ("key_qa_cross", w.cross.unsqueeze(-1).to(torch.float32))):
             if replace:
                 setattr(self, name, v)
             else:
