@@ -28,7 +28,7 @@ import WitprobeAnalytic.BoxQueryAligned
 
 Optional, Mathlib-based, never compiled yet (see `LEAN_STATUS.md`). The files `Sum`, `ExpLn`,
 `Softmax`, `SoftmaxTV`, `Claims`, `ScoreBridge`, `BandWitness`, `ClaimsBanded`, `LatentBridge`,
-`ClaimsLatent`, `Pooling`, `Selection`, `Budget` (telescoping part), `Sentinel` (round counts), `Ville`, `Metric`, `Chain` and `BoxSup` mirror `coq/Witprobe/*.v` of the same name: same theorem
+`ClaimsLatent`, `Pooling`, `Selection`, `Budget` (telescoping part), `Sentinel` (round counts), `Ville`, `Metric`, `Chain`, `BoxSup`, `QueryAligned` and `BoxQueryAligned` mirror `coq/Witprobe/*.v` of the same name: same theorem
 names, same hypotheses and conclusions, over `ℕ → ℝ` with `Finset.range n` sums
 (`tests/test_kernel_inventory.py` checks the correspondence against
 `tests/data/kernel_inventory.json`). The Coq files are the ones compiled by a kernel here.
@@ -37,7 +37,8 @@ names, same hypotheses and conclusions, over `ℕ → ℝ` with `Finset.range n`
   `tv_le_affine`, the sink forms, and the per-claim lemmas `centred_claim`, `plain_claim`,
   `eform_claim` (+ sink forms), the banded score bridges `score_bridge_banded`,
   `score_bridge_plain`, `cauchy_schwarz`, and the dense-KV claims `centred_banded_claim`,
-  `plain_banded_claim`, `eform_banded_claim`, and the box bound `tv_le_box`, `box_banded_claim`.
+  `plain_banded_claim`, `eform_banded_claim`, the box bound `tv_le_box`, `box_banded_claim`, and the query-aligned bridge and box
+  bound `qa_bridge`, `qa_score_bridge`, `box_qa_or_banded_claim`.
 * Lean only: `exp_le_expUpper`, `expUpperOk_sound` (the rational exp bound the core library
   decides), `exp_le_taylor` and `tanh_half_le_of_*` (numeric side conditions of the per-run
   Lean theorems), the inner-product score bridges of `InnerBridge`, and `Cited` (names the

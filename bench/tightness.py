@@ -28,9 +28,11 @@ query-aligned bound, keys where the score error beats ``c_qa``); any nonzero cou
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
@@ -43,18 +45,12 @@ from witprobe.certify.derive import derive  # noqa: E402
 from witprobe.certify.measure import DEFAULT_PROMPTS, MeasureConfig, measure  # noqa: E402
 from witprobe.models.zoo import load_model  # noqa: E402
 from witprobe.probe.meters import witness_bytes_per_entry  # noqa: E402
-from witprobe.probe.query_aligned import TIER, TIER_REASON, calibrate  # noqa: E402
+from witprobe.certify.pipeline import write_run_dir  # noqa: E402
+from witprobe.probe.query_aligned import CALIBRATION_PROMPTS, TIER, TIER_REASON  # noqa: E402
 
-CALIBRATION_PROMPTS = (
-    "Bees build hexagonal cells of wax. In winter the colony keeps the hive warm by clustering together "
-    "and shivering their flight muscles, while the queen stays at the centre of the cluster.",
-    "List three differences between a river and a canal, and say which one ships prefer and why.",
-    "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n"
-    "Explain what this function returns for n = 10.",
-)
 
 CODECS = ("int8", "int4", "fp8-e4m3", "kivi2", "kivi2-r32")
-LONG_PROMPT = " ".join([DEFAULT_PROMPTS[3]] * 16)  # about 1,600 tokens
+LONG_PROMPT = " ".join([DEFAULT_PROMPTS[3]] * 17)  # 1,581 tokens (the issue asks for at least 1,500)
 
 
 def _measure(lm, codec: str, prompts, new_tokens: int, box_sup: bool) -> tuple[dict, float]:
@@ -68,15 +64,16 @@ def _table(run: dict) -> dict:
     d = derive(run)
     attn = [c for c in d.claims if c.kind == "attn_tv"]
     out = {"failures": d.failures, "layers": len(attn), "forms": {}}
-    per = {f: [] for f in ("plain", "centred", "eform", "certified", "boxsup")}
+    per = {f: [] for f in ("plain", "centred", "eform", "certified", "boxsup", "qa_boxsup")}
     for c in attn:
         for f in ("plain", "centred", "eform"):
             fr = c.forms[f]
             per[f].append((None if fr.bound is None else float(fr.bound), fr.vacuous))
         per["certified"].append((None if c.value is None else float(c.value), c.vacuous))
-        box = c.forms.get("boxsup")
-        per["boxsup"].append((None if box is None or box.bound is None else float(box.bound),
-                              True if box is None else box.vacuous))
+        for f in ("boxsup", "qa_boxsup"):
+            box = c.forms.get(f)
+            per[f].append((None if box is None or box.bound is None else float(box.bound),
+                           True if box is None else box.vacuous))
     realized = [c.realized_max for c in attn]
     for f, vals in per.items():
         ok = [(b / r) for (b, v), r in zip(vals, realized) if b is not None and not v and r > 0]
@@ -96,55 +93,77 @@ def _qa_table(run: dict) -> dict:
     for form in ("qa_centred", "qa_boxsup"):
         vals = [rd[f"{form}_bound"]["max"] for rd in reads]
         ok = [b / r for b, r in zip(vals, realized) if b < 1 and r > 0]
-        out["forms"][form] = {"non_vacuous": sum(1 for b in vals if b < 1),
-                              "tightness_median": statistics.median(ok) if ok else None,
-                              "tightness_max": max(ok) if ok else None,
-                              "tightness_per_layer": ok, "tier": TIER, "tier_reason": TIER_REASON}
+        out["forms"][form + "_meter"] = {"non_vacuous": sum(1 for b in vals if b < 1),
+                                         "tightness_median": statistics.median(ok) if ok else None,
+                                         "tightness_max": max(ok) if ok else None,
+                                         "tightness_per_layer": ok,
+                                         "note": "the meter's row maximum, before derivation's outward rounding"
+                                                 + ("" if form == "qa_boxsup" else f"; {TIER}: {TIER_REASON}")}
         out["rows_beaten"] += sum(rd.get(f"rows_{form}_beaten", 0) for rd in reads)
     out["keys_radius_beaten"] = sum(rd.get("keys_qa_radius_beaten", 0) for rd in reads)
     out["layers_with_basis"] = len(reads)
     return out
 
 
-def main_query_aligned(lm, rank: int, new_tokens: int, out: Path) -> int:
-    prompts = tuple(DEFAULT_PROMPTS)
+def _kernel_tiers(run: dict) -> dict:
+    """Coq-check the run's claim theorems (``certify run``'s pipeline into a scratch directory):
+    how many attention-TV claims are certified, and with which form."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cert = write_run_dir(run, Path(tmp) / "run", "off", coq_mode="auto").certificate
+    attn = [c for c in cert["claims"] if c["kind"] == "attn_tv"]
+    return {"coq": cert["kernels"]["coq"]["status"],
+            "certified_layers": sum(c["tier"] == "certified" for c in attn),
+            "claim_forms": dict(sorted(collections.Counter(c["form"] or "-" for c in attn).items()))}
+
+
+def main_query_aligned(lm, ranks: list[int], codecs: tuple[str, ...], new_tokens: int, out: Path) -> int:
+    """Per codec: one run without the query-aligned witness (the band box claim, and the metering time
+    base) and one per rank with it; each row's tightness is the derived claim's (certified when Coq
+    checks it, which this bench runs)."""
+    prompts = tuple(DEFAULT_PROMPTS) + (LONG_PROMPT,)
     if set(CALIBRATION_PROMPTS) & set(prompts):
         raise SystemExit("calibration prompts overlap the measured prompts")
-    t0 = time.perf_counter()
-    basis = calibrate(lm, CALIBRATION_PROMPTS, rank)
-    calib_s = time.perf_counter() - t0
-    result = {"model": "smollm2", "bands": 4, "new_tokens": new_tokens, "prompts": "DEFAULT_PROMPTS",
-              "query_aligned_rank": rank, "calibration": {**basis.calibration, "seconds": calib_s,
-                                                          "disjoint_from_measured": True},
-              "witness_bytes_per_entry": {"band": 2 * witness_bytes_per_entry(4), "query_aligned_key_extra": basis.bytes_per_entry,
-                                          "total": 2 * witness_bytes_per_entry(4) + basis.bytes_per_entry},
+    n_long = len(lm.tokenizer(LONG_PROMPT)["input_ids"])
+    band_bytes = 2 * witness_bytes_per_entry(4)
+    result = {"model": "smollm2", "bands": 4, "new_tokens": new_tokens, "prompts": "DEFAULT_PROMPTS + LONG_PROMPT",
+              "long_prompt_tokens": n_long, "ranks": ranks,
+              "calibration_prompts": list(CALIBRATION_PROMPTS), "band_witness_bytes_per_entry": band_bytes,
               "codecs": {}}
     failures = 0
-    for codec in ("int8", "int4"):
-        t0 = time.perf_counter()
-        run = measure(lm, MeasureConfig(codec=codec, max_new_tokens=new_tokens, reference=False, prompts=prompts),
-                      query_basis=basis).to_json()
-        secs = time.perf_counter() - t0
-        row = _table(run)
-        qa = _qa_table(run)
-        row["forms"].update(qa.pop("forms"))
-        row.update(qa)
-        row["seconds_with_qa"] = secs
-        failures += row["rows_beaten"] + row["keys_radius_beaten"]
-        if codec == "int8":
+    for codec in codecs:
+        rows = {}
+        base, base_s = _measure(lm, codec, prompts, new_tokens, True)
+        row = _table(base)
+        row.update(_kernel_tiers(base), seconds=base_s, rank=0, witness_bytes_per_entry=band_bytes)
+        rows["band"] = row
+        failures += len(row["failures"])
+        print(codec, "band", json.dumps({k: v for k, v in row["forms"]["certified"].items() if k != "tightness_per_layer"}),
+              row["claim_forms"], f"{base_s:.0f}s", flush=True)
+        for rank in ranks:
             t0 = time.perf_counter()
-            measure(lm, MeasureConfig(codec=codec, max_new_tokens=new_tokens, reference=False, prompts=prompts)).to_json()
-            row["seconds_without_qa"] = time.perf_counter() - t0
-            result["metering_time_ratio_qa"] = secs / row["seconds_without_qa"]
-        result["codecs"][codec] = row
-        print(codec, json.dumps({f: {k: v for k, v in d.items() if k in ("non_vacuous", "tightness_median", "tightness_max")}
-                                 for f, d in row["forms"].items()}), "beaten:", row["rows_beaten"],
-              "keys beaten:", row["keys_radius_beaten"], flush=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
-    print("metering time ratio (query-aligned on / off, int8):", result["metering_time_ratio_qa"])
+            run = measure(lm, MeasureConfig(codec=codec, max_new_tokens=new_tokens, reference=False, prompts=prompts,
+                                            query_aligned=rank)).to_json()
+            secs = time.perf_counter() - t0
+            row = _table(run)
+            qa = _qa_table(run)
+            row["forms"].update(qa.pop("forms"))
+            row.update(qa)
+            row.update(_kernel_tiers(run), seconds=secs, metering_time_ratio=secs / base_s, rank=rank,
+                       witness_bytes_per_entry=band_bytes + run["config"]["query_aligned"]["witness_bytes_per_entry"],
+                       calibration=run["config"]["query_aligned"])
+            rows[f"qa{rank}"] = row
+            failures += row["rows_beaten"] + row["keys_radius_beaten"] + len(row["failures"])
+            print(codec, f"qa{rank}", json.dumps({k: v for k, v in row["forms"]["certified"].items()
+                                                  if k != "tightness_per_layer"}),
+                  row["claim_forms"], f"certified {row['certified_layers']}", f"{secs:.0f}s",
+                  "beaten:", row["rows_beaten"], "keys beaten:", row["keys_radius_beaten"], flush=True)
+        result["codecs"][codec] = rows
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(out.suffix + ".tmp")
+        tmp.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+        os.replace(tmp, out)
     if failures:
-        print(f"FAIL: a query-aligned bound or radius was beaten {failures} times")
+        print(f"FAIL: {failures} derivation failures, beaten bounds or beaten radii")
         return 1
     return 0
 
@@ -166,22 +185,24 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, default=Path("bench/results/tightness_cpu.json"))
     ap.add_argument("--new-tokens", type=int, default=8)
-    ap.add_argument("--query-aligned", type=int, default=None, metavar="RANK")
+    ap.add_argument("--query-aligned", type=int, nargs="+", default=None, metavar="RANK")
     ap.add_argument("--codecs", nargs="+", default=None, metavar="CODEC",
                     help="measure only these codecs and merge their rows into --out")
     args = ap.parse_args()
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     lm = load_model("smollm2")
-    if args.query_aligned is not None:
-        if not 1 <= args.query_aligned <= 64:
-            print(f"--query-aligned must be a rank in [1, 64], got {args.query_aligned}")
-            raise SystemExit(2)
-        raise SystemExit(main_query_aligned(lm, args.query_aligned, args.new_tokens, args.out))
     codecs = tuple(args.codecs) if args.codecs else CODECS
     unknown = [c for c in codecs if c not in CODECS]
     if unknown:
         print(f"--codecs: not a bench codec: {', '.join(unknown)} (choose from {', '.join(CODECS)})")
         raise SystemExit(2)
+    if args.query_aligned is not None:
+        bad = [r for r in args.query_aligned if not 1 <= r <= 64]
+        if bad:
+            print(f"--query-aligned: ranks must be in [1, 64] (SmolLM2's head dimension), got {bad}")
+            raise SystemExit(2)
+        raise SystemExit(main_query_aligned(lm, args.query_aligned, tuple(args.codecs or ("int8", "int4")),
+                                            args.new_tokens, args.out))
     prompts = tuple(DEFAULT_PROMPTS) + (LONG_PROMPT,)
     n_long = len(lm.tokenizer(LONG_PROMPT)["input_ids"])
     result = {"model": "smollm2", "bands": 4, "long_prompt_tokens": n_long, "new_tokens": args.new_tokens,
