@@ -100,3 +100,23 @@ def test_readme_probe_overhead_table_is_the_committed_bench_json():
         assert cells[2] == f"{unfused['cost_ratio']:.2f}x", (batch, cells[2])
         floor = run["noise_floor"]
         assert cells[3] == f"+-{100 * floor['throughput']:.1f}%, +-{100 * floor['p99']:.1f}%", (batch, cells[3])
+
+
+def test_readme_query_aligned_numbers_are_the_committed_artifacts():
+    """The --query-aligned paragraph's tightness and largest bounds are the two committed runs'."""
+    import json
+    import statistics
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    para = text.split("**Tighter certified bounds: `--query-aligned R`.**", 1)[1].split("**", 1)[0]
+
+    def facts(d: str) -> tuple[str, str, str]:
+        cert = json.loads((ROOT / d / "certificate.json").read_text())
+        tight = [c["tightness"] for c in cert["claims"] if c["kind"] == "attn_tv"]
+        return (f"{statistics.median(tight):.2f}", f"{max(tight):.2f}",
+                cert['summary']['largest_tv_bound']['bound']['decimal_up'])
+
+    base, qa = facts("artifacts/coverage/smollm2-int8"), facts("artifacts/query_aligned/smollm2-int8-qa48")
+    assert f"{base[0]} times the realized TV (median over layers; {base[1]} at worst)" in para, base
+    assert f"{qa[0]} times the realized TV (median; {qa[1]} at worst)" in para, qa
+    assert f"The largest per-layer bound is {qa[2]} instead of {base[2]}" in para, (qa, base)

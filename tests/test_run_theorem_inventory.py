@@ -3,11 +3,12 @@
 ``obligations/run.v`` (Coq, kernel-checked here) and ``obligations/run_real.lean`` (Lean, never
 compiled) are rendered from the same records. This test parses both *rendered files*, reduces
 each statement to one syntax (Coq ``Rabs (x)`` / Lean ``|x|``, ``(t < n)%nat`` / ``t < n``,
-``S n`` / ``n + 1``, ``->`` / ``→``, ``<=`` / ``≤``, ``nat``/``R`` / ``ℕ``/``ℝ``, ``(u / D)`` /
+``S n`` / ``n + 1``, ``->`` / ``→``, ``\\/`` / ``∨``, ``<=`` / ``≤``, ``nat``/``R`` / ``ℕ``/``ℝ``, ``(u / D)`` /
 ``((u : ℝ) / D)``, Lean ``∑ i ∈ Finset.range n, f`` / ``sum n (fun i => f)``), splits it into
 binders, hypotheses and conclusion, and requires the two files to declare the same theorem names
 with equal binders, hypotheses and conclusions (constants included, exactly). Inputs: the
-committed SmolLM2 run (dense KV, banded), the MLA run (latent) and the V4 run (sink), and for each
+committed SmolLM2 run (dense KV, banded), the MLA run (latent), the V4 run (sink) and the SmolLM2
+run with the query-aligned witness (its box theorems over query-aligned radii), and for each
 of them the theorem of every non-vacuous form (centred, plain, e-form) in its own memory class
 and at score level, plus the box-form theorems ``derive`` states (dense KV layers whose box bound
 is the tightest), so every shape the Coq side can emit is compared.
@@ -40,6 +41,8 @@ from claim_shapes import every_form  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = {name: ROOT / "artifacts" / "coverage" / name / "run.json" for name in ("smollm2-int8", "mla-int8", "v4-int8")}
+# the query-aligned box shape (certify run --query-aligned 48): its theorems are boxsup_qa
+RUNS["smollm2-int8-qa48"] = ROOT / "artifacts" / "query_aligned" / "smollm2-int8-qa48" / "run.json"
 
 COQ_THEOREM = re.compile(r"^Theorem (\w+) :\n(.*?)\.\nProof\. ", re.M | re.S)
 LEAN_THEOREM = re.compile(r"^theorem (\w+) :\n(.*?) :=\n", re.M | re.S)
@@ -89,7 +92,7 @@ def coq_canon(text: str) -> str:
         text = text[:i] + "|" + text[i + 6:j] + "|" + text[j + 1:]
     text = re.sub(r"\(([^()]*)\)%nat", r"\1", text)
     text = re.sub(r"\bS (\w+)\b", r"\1 + 1", text)
-    text = re.sub(r"\bforall\b", "∀", text).replace("->", "→").replace("<=", "≤")
+    text = re.sub(r"\bforall\b", "∀", text).replace("->", "→").replace("<=", "≤").replace("\\/", "∨")
     text = re.sub(r"\bnat\b", "ℕ", text)
     text = re.sub(r"\bR\b", "ℝ", text)
     return _squash(text)
@@ -175,9 +178,11 @@ def runs():
 
 def box_theorems(runs: dict) -> list:
     """The box-form theorems ``derive`` states for the runs (``boxsup_theorem``: dense and latent KV
-    layers whose box bound is the tightest), renamed ``R<i>_<theorem>_boxsup`` to share one file."""
+    layers whose box bound is the tightest; ``boxsup_qa_theorem``: the query-aligned run), renamed
+    ``R<i>_<theorem>_boxsup`` to share one file."""
     out = [dataclasses.replace(th, theorem=f"R{i}_{th.theorem}_boxsup")
-           for i, run in enumerate(runs.values()) for th in derive_mod.derive(run).theorems if th.form == "boxsup"]
+           for i, run in enumerate(runs.values()) for th in derive_mod.derive(run).theorems
+           if th.form in ("boxsup", "qa_boxsup")]
     assert out, "no run states a box-form theorem"
     return out
 
@@ -204,7 +209,8 @@ def test_every_shape_and_form_corresponds(runs):
     kinds = {(t.form, t.shape) for t in theorems}
     assert kinds >= {("centred", "banded"), ("centred", "latent"), ("centred", "sink"), ("centred", "score"),
                      ("eform", "banded"), ("eform", "latent"), ("eform", "sink"), ("eform", "score"),
-                     ("plain", "sink"), ("plain", "score"), ("boxsup", "boxsup"), ("boxsup", "boxsup_latent")}, kinds
+                     ("plain", "sink"), ("plain", "score"), ("boxsup", "boxsup"), ("boxsup", "boxsup_latent"),
+                     ("qa_boxsup", "boxsup_qa")}, kinds
     sha = "a" * 64
     coq_text, lean_text = render_coq(theorems, sha), render_lean_real(theorems, sha)
     assert inventory_differences(coq_text, lean_text) == []
@@ -231,7 +237,8 @@ def test_every_lean_numeric_side_condition_is_true(runs):
         if th.lean_side.kind in ("tanh", "plain"):
             assert f"_of_expUpper {th.lean_side.n} " in th.lean_proof
         elif th.lean_side.kind == "boxsup":  # no goal is left: the lemma applied to the level B is the proof
-            lemma = "box_latent_claim" if th.shape == "boxsup_latent" else "box_banded_claim"
+            lemma = {"boxsup_latent": "box_latent_claim", "boxsup_qa": "box_qa_or_banded_claim"}.get(
+                th.shape, "box_banded_claim")
             assert th.lean_proof == f"{lemma} {th.constants[-1].lean}", th.lean_proof
     centred = next(t for t in theorems if t.form == "centred")
     c = centred.lean_side
@@ -327,11 +334,12 @@ def test_each_lean_statement_is_its_lemma_instantiated(runs):
             concl = re.sub(rf"(?<![\w']){p}(?![\w'])", c.lean.replace("\\", r"\\"), concl)
         assert _squash(concl) == _squash(th.lean_statement), th.theorem
         applied = f"{lemma} {' '.join(c.lean for c in th.constants)}"
-        if th.form == "boxsup":  # no side condition: the lemma applied to the level B is the whole proof
+        if th.form in ("boxsup", "qa_boxsup"):  # no side condition: the lemma applied to the level B is the whole proof
             assert th.lean_proof == applied, th.lean_proof
         else:
             assert th.lean_proof.startswith(applied + " ")
         lemmas.add(lemma)
     assert lemmas == {"centred_banded_claim", "centred_latent_claim", "centred_sink_claim", "centred_claim",
                       "eform_banded_claim", "eform_latent_claim", "eform_sink_claim", "eform_claim",
-                      "plain_banded_claim", "plain_sink_claim", "plain_claim", "box_banded_claim", "box_latent_claim"}
+                      "plain_banded_claim", "plain_sink_claim", "plain_claim", "box_banded_claim", "box_latent_claim",
+                      "box_qa_or_banded_claim"}
