@@ -68,6 +68,8 @@ STEPS: tuple[Step, ...] = (
     Step("tightness_query_aligned", ("bench/results/tightness_qa_cpu.json",),
          (PY, "bench/tightness.py", "--query-aligned", "48", "64", "--codecs", "int8", "int4", "--new-tokens", "4",
           "--out", "bench/results/tightness_qa_cpu.json"), bench=True, minutes=45),
+    Step("probabilistic", ("bench/results/probabilistic_cpu.json", "bench/results/probabilistic_cpu.gates.json"),
+         (PY, "bench/probabilistic.py", "--out", "bench/results/probabilistic_cpu.json"), bench=True, minutes=30),
     Step("eviction_long", ("bench/results/eviction_long.json",),
          (PY, "bench/eviction_long.py"), bench=True, minutes=12),
     Step("ledger_replay", ("bench/results/ledger_replay.json",),
