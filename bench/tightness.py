@@ -14,15 +14,18 @@ box-sup needs nothing more). Bounds are the derivation's exact layer values (out
 ``--codecs A B`` measures only those codecs and merges their rows into an existing ``--out`` file
 (same model, bands, prompts and new-token count, checked; other rows are kept as they are).
 
-With ``--query-aligned R`` it measures instead the query-aligned forms (issue 14, item 2; tier
-``empirical``, :mod:`witprobe.probe.query_aligned`) for int8 and int4 on the default prompts only:
-rank-``R`` query bases are calibrated on :data:`CALIBRATION_PROMPTS` (disjoint from the measured
-prompts, checked), and each codec row gives the plain centred and box-sup forms beside the
-query-aligned ones (radii ``min(c_band, c_qa)``), bytes per entry, the metering time ratio
-(query-aligned on / off, int8) and the soundness counts (rows where the realized TV beats a
-query-aligned bound, keys where the score error beats ``c_qa``); any nonzero count fails the run.
+With ``--query-aligned R [R ...]`` it measures instead the query-aligned witness (issue 14, item 2;
+:mod:`witprobe.probe.query_aligned`), for ``--codecs`` (default int8 and int4), on the default prompts
+plus the long prompt. Per codec: one run without the witness (the band box claim, and the base of the
+metering time ratio) and one ``certify run --query-aligned R``-equivalent run per rank. Each row
+gives the derived claim's tightness (its form: ``qa_boxsup`` where the query-aligned box bound is the
+tightest), how many layers Coq certified (the bench runs the pipeline with Coq), the witness bytes
+per entry (band witness plus ``2 R + 8``), the metering time ratio, and the soundness counts: rows
+where the realized TV beats a query-aligned bound, and keys where the score error beats ``c_qa``.
+Any nonzero count fails the run.
 
-    python bench/tightness.py --query-aligned 16 --out bench/results/tightness_qa_cpu.json
+    python bench/tightness.py --query-aligned 48 64 --codecs int8 int4 --new-tokens 4 \
+        --out bench/results/tightness_qa_cpu.json
 """
 
 from __future__ import annotations

@@ -59,8 +59,8 @@ theorem qa_radius_nonneg (d r : ℕ) (U : ℕ → ℕ → ℝ) (q a rr b : ℕ �
 /-- `|x + y| ≤ |x| + |y|` (named here so the proofs below do not depend on Mathlib's spelling). -/
 theorem abs_add_two (x y : ℝ) : |x + y| ≤ |x| + |y| := by
   first
-  | exact abs_add _ _
-  | exact abs_add_le _ _
+    | exact abs_add _ _
+    | exact abs_add_le _ _
 
 /-- The bridge, hypothesis-free apart from the decomposition. -/
 theorem qa_bridge (d r : ℕ) (U : ℕ → ℕ → ℝ) (q dk a rr b : ℕ → ℝ) :
