@@ -410,7 +410,8 @@ def _boxsup(idx: int, read: Block, where: str, realized: float, keys: int, score
         return FormResult(form, None, True, False, None, "no score magnitudes recorded", proofs)
     problems = float_error.boxsup_problems(keys, score_err, score_abs_max)
     if problems:
-        failures.extend(f"layer {idx}: {form}: {p} (fail closed)" for p in problems)
+        where_ = "" if form == BOXSUP else f"{form}: "  # the problems name the box meter already
+        failures.extend(f"layer {idx}: {where_}{p} (fail closed)" for p in problems)
         return FormResult(form, None, True, False, None, "; ".join(problems), proofs)
     raw = rounding.up(_recorded_max(read, f"{form}_bound", where), what=f"{where} {form}_bound")
     exact = raw * (1 + float_error.boxsup_rel(keys, score_err, score_abs_max)) + float_error.boxsup_floor(keys, c_max)
