@@ -261,6 +261,29 @@ def _layer_rows(q, k, scaling, groups, bands, realizations, uid, layer, deltas):
     return tv, bounds, viol, int(vis.sum()) * h * realizations
 
 
+NAMES = {"C0_band_witness": "C0 band witness (deterministic, post-draw; the certified meter's form)",
+         "C1_worst_case": "C1 worst-case band (deterministic, pre-draw)",
+         "C2_centred": "C2 centred (deterministic, pre-draw)",
+         "C3_hoeffding": "C3 sub-Gaussian / Hoeffding",
+         "C4_two_point_mgf": "C4 exact two-point MGF (Chernoff)",
+         "V_variance_aware": "V variance-aware (exact two-point moments)",
+         "V3_variance_hoeffding": "V3 variance-aware (Hoeffding's lemma)"}
+RADIUS_FAMILIES = ("C1_worst_case", "C3_hoeffding", "C4_two_point_mgf")
+
+
+def markdown(result: dict) -> str:
+    """The RESULTS.md table of a result file (the paper's table: non-vacuous layers and tightness)."""
+    lines = ["| family | probabilistic | non-vacuous layers | tightness median | tightness max | bound violations "
+             "| radius violations | witness |", "|---|---|---|---|---|---|---|---|"]
+    for f, v in result["table"].items():
+        med = "-" if v["tightness_median"] is None else f"{v['tightness_median']:.2f}"
+        mx = "-" if v["tightness_max"] is None else f"{v['tightness_max']:.2f}"
+        lines.append(f"| {NAMES[f]} | {'yes' if v['probabilistic'] else 'no'} | {v['non_vacuous']}/{v['layers']} | "
+                     f"{med} | {mx} | {v['bound_violations']} | "
+                     f"{v['radius_violations'] if f in RADIUS_FAMILIES else '-'} | {v['witness']} |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("bench/results/probabilistic_cpu.json"))
@@ -269,7 +292,11 @@ def main() -> int:
     ap.add_argument("--bands", type=int, default=4)
     ap.add_argument("--delta-req", type=str, default="1/1000", help="risk budget per request (a fraction)")
     ap.add_argument("--no-long", action="store_true", help="the default prompts only")
+    ap.add_argument("--table", type=Path, default=None, metavar="JSON", help="print a result file's table and exit")
     args = ap.parse_args()
+    if args.table is not None:
+        print(markdown(json.loads(args.table.read_text())))
+        return 0
     if args.realizations < 1 or args.rows < 1:
         print("--realizations and --rows must be positive")
         return 2

@@ -171,6 +171,26 @@ def main_query_aligned(lm, ranks: list[int], codecs: tuple[str, ...], new_tokens
     return 0
 
 
+QA_HEADER = ("| codec | radii | Coq-certified | non-vacuous | tightness median | tightness max | claimed forms "
+             "| witness B/entry | metering time ratio | beaten rows / keys |\n|---|---|---|---|---|---|---|---|---|---|")
+
+
+def qa_markdown(result: dict) -> str:
+    """The RESULTS.md table of a ``--query-aligned`` result (one row per codec and radius kind)."""
+    rows = [QA_HEADER]
+    for codec, runs in result["codecs"].items():
+        for name, r in runs.items():
+            cert = r["forms"]["certified"]
+            cells = (codec, "band radii (box)" if name == "band" else f"query-aligned rank {r['rank']}",
+                     f"{r['certified_layers']}/{r['layers']}", f"{cert['non_vacuous']}/{r['layers']}",
+                     f"{cert['tightness_median']:.2f}", f"{cert['tightness_max']:.2f}",
+                     ", ".join(f"{k} {v}" for k, v in r["claim_forms"].items()), str(r["witness_bytes_per_entry"]),
+                     "1" if name == "band" else f"{r['metering_time_ratio']:.1f}",
+                     "-" if name == "band" else f"{r['rows_beaten']} / {r['keys_radius_beaten']}")
+            rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
 def _merge_base(out: Path, fresh: dict) -> dict:
     """The existing result at ``out`` with its run parameters checked against ``fresh``'s."""
     if not out.is_file():
@@ -189,9 +209,14 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("bench/results/tightness_cpu.json"))
     ap.add_argument("--new-tokens", type=int, default=8)
     ap.add_argument("--query-aligned", type=int, nargs="+", default=None, metavar="RANK")
+    ap.add_argument("--table", type=Path, default=None, metavar="JSON",
+                    help="print the markdown table of a --query-aligned result file and exit")
     ap.add_argument("--codecs", nargs="+", default=None, metavar="CODEC",
                     help="measure only these codecs and merge their rows into --out")
     args = ap.parse_args()
+    if args.table is not None:
+        print(qa_markdown(json.loads(args.table.read_text())))
+        return
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     lm = load_model("smollm2")
     codecs = tuple(args.codecs) if args.codecs else CODECS

@@ -78,3 +78,20 @@ def test_the_variance_bound_is_beaten_without_its_heavy_key_term(monkeypatch):
     monkeypatch.setattr(prob, "_variance_bound", broken)
     tv, bounds, _, _ = prob._layer_rows(q, k, 0.5, 1, 2, 32, 0, 0, delta)
     assert bool((tv > bounds["V_variance_aware"]).any())
+
+
+def test_results_md_prints_the_committed_probabilistic_table_and_its_gates_passed():
+    """Claim guard: bench/RESULTS.md's table is the one rendered from the committed result, whose
+    gates (registered before the run) are re-evaluated here from its per-layer records."""
+    import json
+
+    root = Path(__file__).resolve().parents[1]
+    result = json.loads((root / "bench" / "results" / "probabilistic_cpu.json").read_text())
+    assert prob.markdown(result) in (root / "bench" / "RESULTS.md").read_text()
+    gates = json.loads((root / "bench" / "results" / result["gates_file"]).read_text())
+    assert gates == result["gates"]
+    records = result["records"]
+    assert records and all(r["realizations"] >= gates["realizations_min"] for r in records)
+    assert sum(sum(r["bound_violations"].values()) for r in records) <= gates["bound_violations_max"]
+    assert sum(sum(r["radius_violations"].values()) for r in records) <= gates["radius_violations_max"]
+    assert set(result["table"]) == set(prob.FAMILIES)
