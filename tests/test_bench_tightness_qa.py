@@ -14,7 +14,7 @@ _spec = importlib.util.spec_from_file_location("tightness", ROOT / "bench" / "ti
 tightness = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(tightness)
 
-FILES = ("tightness_qa_cpu.json", "tightness_qa_more_cpu.json")
+FILES = tuple(sorted(p.name for p in (ROOT / "bench" / "results").glob("tightness_qa*_cpu.json")))
 
 
 @pytest.mark.parametrize("name", FILES)
