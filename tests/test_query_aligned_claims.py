@@ -170,3 +170,18 @@ def test_the_record_round_trips_through_the_typed_parser(qa_run):
     from witprobe.certify.run_record import parse_run
 
     assert parse_run(json.loads(json.dumps(qa_run))).to_json() == qa_run
+
+
+def test_the_html_report_names_the_witness_and_its_calibration(tmp_path):
+    from pathlib import Path
+
+    from witprobe.certify.cli import main
+
+    root = Path(__file__).resolve().parents[1]
+    art = root / "artifacts" / "query_aligned" / "smollm2-int8-qa48"
+    qa = json.loads((art / "run.json").read_text())["config"]["query_aligned"]
+    assert main(["report", str(art), "--out", str(tmp_path / "qa.html")]) == 0
+    page = (tmp_path / "qa.html").read_text()
+    assert "query-aligned witness" in page and qa["basis_sha256"] in page and "rank 48, 104 B" in page
+    assert main(["report", str(root / "artifacts" / "coverage" / "smollm2-int8"), "--out", str(tmp_path / "b.html")]) == 0
+    assert "query-aligned witness" not in (tmp_path / "b.html").read_text()

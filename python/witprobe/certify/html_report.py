@@ -44,7 +44,7 @@ from witprobe.certify.derive import DeriveError, as_run, derive
 from witprobe.certify.end_to_end import DEFAULT_TV_TOLERANCE, EndToEnd, format_end_to_end
 from witprobe.certify.pipeline import REPORT_FILE, RUN_SCHEMA_PREFIX
 from witprobe.certify.report import print_summary, print_table
-from witprobe.certify.run_record import RunRecord, Statistic, count
+from witprobe.certify.run_record import QueryAlignedRecord, RunRecord, Statistic, count
 from witprobe.cliutil import InputError, UsageError, read_json_object, read_with
 from witprobe.typed_json import encode
 
@@ -73,6 +73,7 @@ class Header:
     compress_values: bool
     max_new_tokens: int
     prompts: tuple[str, ...]
+    query_aligned: str  # the query-aligned witness's calibration ('' when the run stored none)
     measured_with: str  # witprobe version recorded in run.json's environment
     rendered_with: str  # witprobe version that wrote this page
     environment: tuple[tuple[str, str], ...]
@@ -278,6 +279,15 @@ def _prompt_text(p: str | list[dict[str, str]]) -> str:
     return " / ".join(f"{m.get('role', '?')}: {m.get('content', '')}" for m in p)
 
 
+def _qa_text(qa: QueryAlignedRecord | None) -> str:
+    """One line on the query-aligned witness of a run (``config.query_aligned``), or ''."""
+    if qa is None:
+        return ""
+    return (f"rank {qa.rank}, {qa.witness_bytes_per_entry} B per key entry and KV head; bases calibrated on "
+            f"{len(qa.calibration_prompts)} prompts ({qa.calibration_tokens} tokens) not among the measured ones: "
+            f"{qa.method}; bases SHA-256 {qa.basis_sha256}")
+
+
 def _read_run(run: RunRecord) -> dict[str, Any]:
     model, cfg, env = run.model, run.config, run.environment
     return {
@@ -285,6 +295,7 @@ def _read_run(run: RunRecord) -> dict[str, Any]:
                        num_layers=model.num_layers, codec=cfg.codec, bands=cfg.bands,
                        compress_values=cfg.compress_values, max_new_tokens=cfg.max_new_tokens,
                        prompts=tuple(_prompt_text(p) for p in cfg.prompts),
+                       query_aligned=_qa_text(cfg.query_aligned),
                        measured_with=env.witprobe,
                        environment=tuple(sorted(encode(env).items()))),
         "writes": _writes(run),
@@ -650,6 +661,7 @@ def render_html(rep: Report) -> str:
                                                          else "keys only (values exact)"))],
         ["prompts", "<ol>" + "".join(f"<li>{_e(p)}</li>" for p in h.prompts) + "</ol>"
                     + _e(f"{h.max_new_tokens} greedy tokens per prompt at most")],
+        *([["query-aligned witness", _e(h.query_aligned)]] if h.query_aligned else []),
         ["witprobe", _e(f"measured with {h.measured_with}; this page rendered with {h.rendered_with}")],
         ["environment", _e(", ".join(f"{k} {v}" for k, v in h.environment))],
         ["kernels", _e(kernel) + "<br>" + _e(h.coq_line) + "<br>" + _e(h.lean_line)],
