@@ -182,6 +182,6 @@ def test_the_html_report_names_the_witness_and_its_calibration(tmp_path):
     qa = json.loads((art / "run.json").read_text())["config"]["query_aligned"]
     assert main(["report", str(art), "--out", str(tmp_path / "qa.html")]) == 0
     page = (tmp_path / "qa.html").read_text()
-    assert "query-aligned witness" in page and qa["basis_sha256"] in page and "rank 48, 104 B" in page
+    assert "<th>query-aligned witness</th>" in page and qa["basis_sha256"] in page and "rank 48, 104 B" in page
     assert main(["report", str(root / "artifacts" / "coverage" / "smollm2-int8"), "--out", str(tmp_path / "b.html")]) == 0
-    assert "query-aligned witness" not in (tmp_path / "b.html").read_text()
+    assert "<th>query-aligned witness</th>" not in (tmp_path / "b.html").read_text()
