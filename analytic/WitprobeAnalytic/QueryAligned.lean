@@ -97,7 +97,9 @@ theorem norm2_zero (n : ℕ) (x : ℕ → ℝ) : (∀ j, j < n → x j = 0) → 
   intro h
   show Real.sqrt (sum n (fun i => x i * x i)) = 0
   rw [sum_ext n (fun i => x i * x i) (fun _ => 0) (fun j hj => by show x j * x j = 0; rw [h j hj, mul_zero])]
-  simp [sum]
+  first
+    | rw [sum_const, mul_zero, Real.sqrt_zero]
+    | simp [sum]
 
 /-- With an exactly orthogonal remainder (`Uᵀ rr = 0`) the correction term vanishes. -/
 theorem qa_bridge_orth (d r : ℕ) (U : ℕ → ℕ → ℝ) (q dk a rr b : ℕ → ℝ) :
