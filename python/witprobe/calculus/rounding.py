@@ -22,6 +22,8 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import numpy as np
+
 UNIT_BITS = 48
 UNIT = 1 << UNIT_BITS
 REL_MARGIN = Fraction(1, 1 << 30)
@@ -128,3 +130,15 @@ def parse_fraction(text: str) -> Fraction:
     if not (num.lstrip("-").isdigit() and den.isdigit()) or int(den) == 0:
         raise ValueError(f"expected an exact rational 'num/den', got {text!r}")
     return Fraction(int(num), int(den))
+
+
+def narrow(x: np.ndarray, dtype: type, up: bool) -> np.ndarray:
+    """``x`` (float64) in the narrower float ``dtype``, rounded toward ``+inf`` (``up``) or ``-inf``.
+
+    Round to nearest, then step one ulp where that went the wrong way, so every result is ``>= x``
+    (``up``) or ``<= x``. A value past the format's range becomes ``+-inf`` the same way.
+    """
+    h = np.asarray(x, dtype=np.float64).astype(dtype)
+    wrong = h.astype(np.float64) < x if up else h.astype(np.float64) > x
+    h[wrong] = np.nextafter(h[wrong], dtype(np.inf if up else -np.inf))
+    return h

@@ -196,14 +196,6 @@ def _encode(tokenizer: Any, prompt: Prompt) -> dict[str, torch.Tensor]:
     return encode(tokenizer, prompt)
 
 
-def _qa_record(basis: QueryBasis) -> dict[str, Any]:
-    """``config.query_aligned`` of a run that used ``basis``."""
-    cal = basis.calibration
-    return {"rank": basis.rank, "calibration_prompts": list(cal.get("prompt_texts", [])),
-            "calibration_tokens": int(cal.get("tokens", 0)), "method": str(cal.get("method", "")),
-            "basis_sha256": basis.sha256(), "witness_bytes_per_entry": basis.bytes_per_entry}
-
-
 def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None = None,
             query_basis: QueryBasis | None = None) -> RunRecord:
     """Run every prompt through the witness cache; return the run record (stored as run.json).
@@ -221,18 +213,17 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
     """
     cfg.validate()
     check_compatible(cfg, loaded)
-    if query_basis is None and cfg.query_aligned:
-        dense = [i for i, k in enumerate(layer_kinds(text_config(loaded.model.config))) if k == "dense_kv"]
-        progress = progress or Progress(quiet=True)
-        progress.info(f"calibrating rank-{cfg.query_aligned} query bases on {len(CALIBRATION_PROMPTS)} prompts")
-        query_basis = calibrate(loaded, CALIBRATION_PROMPTS, cfg.query_aligned, layers=dense)
-    elif query_basis is not None and cfg.query_aligned not in (0, query_basis.rank):
-        raise QueryAlignedError(f"query_basis has rank {query_basis.rank}, the config asks for {cfg.query_aligned}")
     progress = progress or Progress(quiet=True)
     model, tok = loaded.model, loaded.tokenizer
     mc = text_config(model.config)
     num_layers = mc.num_hidden_layers
     kinds = layer_kinds(mc)
+    if query_basis is None and cfg.query_aligned:
+        dense = [i for i, k in enumerate(kinds) if k == "dense_kv"]
+        progress.info(f"calibrating rank-{cfg.query_aligned} query bases on {len(CALIBRATION_PROMPTS)} prompts")
+        query_basis = calibrate(loaded, CALIBRATION_PROMPTS, cfg.query_aligned, layers=dense)
+    elif query_basis is not None and cfg.query_aligned not in (0, query_basis.rank):
+        raise QueryAlignedError(f"query_basis has rank {query_basis.rank}, the config asks for {cfg.query_aligned}")
     codec = make_codec(cfg.codec, cfg.bands)
     model.set_attn_implementation(ATTN_IMPLEMENTATION)
     observer = Observer(num_layers, query_basis=query_basis, box_sup=BOX_SUP_DEFAULT if cfg.box_sup else None)
@@ -289,7 +280,7 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
             "e2e_tv_tolerance": cfg.e2e_tv_tolerance,
             **({"batch": cfg.batch} if cfg.batch > 1 else {}),
             **({} if cfg.box_sup else {"box_sup": False}),
-            **({} if query_basis is None else {"query_aligned": _qa_record(query_basis)}),
+            **({} if query_basis is None else {"query_aligned": query_basis.record()}),
         },
         "requests": requests,
         "layers": layers,

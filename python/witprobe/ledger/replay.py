@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from witprobe.calculus.rounding import narrow
 from witprobe.ledger.certificates import tv_step_bound
 from witprobe.ledger.trace import WITNESS_FILE, TraceError, load_manifest
 
@@ -151,17 +152,12 @@ def _open(path: Path, thresholds: tuple[float, ...]):
 
 def _float32_floor(th: np.ndarray) -> np.ndarray:
     """Each threshold rounded down to float32, so that ``W <= th32`` implies ``W <= W_thr``."""
-    th32 = th.astype(np.float32)
-    over = th32.astype(np.float64) > th
-    th32[over] = np.nextafter(th32[over], np.float32(-np.inf))
-    return th32
+    return narrow(th, np.float32, up=False)
 
 
 def _float16_floor_bits(th: np.ndarray) -> np.ndarray:
     """Bit pattern of the largest float16 ``<= W_thr`` for each (nonnegative) threshold."""
-    h = np.minimum(th, float(np.finfo(np.float16).max)).astype(np.float16)
-    over = h.astype(np.float64) > th
-    h[over] = np.nextafter(h[over], np.float16(-np.inf))
+    h = narrow(np.minimum(th, float(np.finfo(np.float16).max)), np.float16, up=False)
     return h.view(np.uint16).astype(np.int64)
 
 

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from witprobe.calculus.rounding import narrow
+
 FAMILIES = ("key", "value")
 WRITES_FILE = "writes.parquet"
 WITNESS_FILE = "witness.parquet"
@@ -68,11 +70,8 @@ class TraceError(ValueError):
 
 
 def _round_up_f16(x: np.ndarray) -> np.ndarray:
-    """float16 values ``>= x`` (round to nearest, then step up where it rounded down)."""
-    h = x.astype(np.float16)
-    low = h.astype(np.float64) < x
-    h[low] = np.nextafter(h[low], np.float16(np.inf))
-    return h
+    """float16 values ``>= x`` (:func:`witprobe.calculus.rounding.narrow`)."""
+    return narrow(x, np.float16, up=True)
 
 
 @dataclass(frozen=True)

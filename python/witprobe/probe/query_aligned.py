@@ -70,9 +70,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
 from witprobe.calculus.float_error import allowance
+from witprobe.calculus.rounding import narrow
 
 TIER = "empirical"
 TIER_REASON = ("the query-aligned centred form is a reading: the box form over the same radii is never above it "
@@ -128,6 +130,13 @@ class QueryBasis:
         """``a`` in float16, ``rho`` and ``eps`` in float32: ``2 r + 8`` bytes per key entry and KV head."""
         return self.rank * COEF_BYTES + 2 * NORM_BYTES
 
+    def record(self) -> dict[str, Any]:
+        """``config.query_aligned`` of a run that used these bases (``certify.run_record.QueryAlignedRecord``)."""
+        cal = self.calibration
+        return {"rank": self.rank, "calibration_prompts": list(cal["prompt_texts"]),
+                "calibration_tokens": int(cal["tokens"]), "method": str(cal["method"]),
+                "basis_sha256": self.sha256(), "witness_bytes_per_entry": self.bytes_per_entry}
+
     def sha256(self) -> str:
         """SHA-256 of the bases (layer order, float64 little-endian bytes): which ``U`` a run used."""
         h = hashlib.sha256()
@@ -182,10 +191,9 @@ def _check_basis(basis: torch.Tensor, hkv: int, d: int) -> None:
 
 
 def _up_float32(x: torch.Tensor) -> torch.Tensor:
-    """``x`` (float64, nonnegative) rounded up to a float32 value, returned as float64."""
-    y = x.to(torch.float32)
-    y = torch.where(y.to(torch.float64) < x, torch.nextafter(y, torch.full_like(y, float("inf"))), y)
-    return y.to(torch.float64)
+    """``x`` (float64) rounded up to a float32 value (:func:`witprobe.calculus.rounding.narrow`), as float64."""
+    up = narrow(x.detach().cpu().numpy(), np.float32, up=True)
+    return torch.from_numpy(up).to(device=x.device, dtype=torch.float64)
 
 
 def qa_witness(delta: torch.Tensor, basis: torch.Tensor) -> QAWitness:
