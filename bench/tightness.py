@@ -2,12 +2,13 @@
 
 For each codec (int8, int4, fp8-e4m3, and 2-bit KIVI: ``kivi2``, keys per channel in 32-token
 blocks with a 128-token full-precision window, and ``kivi2-r32`` with a 32-token window) one
-SmolLM2 run is measured on the default prompts plus one prompt of at least 1,500 tokens, with the box-sup meter on; a second int8 run with the box-sup
-meter off gives the metering time ratio. Per form (plain, centred, e-form, box, and the claim: the tightest
-non-vacuous form its theorem covers, certified on dense KV when Coq checks it):
-layers non-vacuous, median and max tightness (layer bound / layer realized TV max), witness bytes
-per entry (the stored witness: ``bands`` float64 band residual norms per key and per value; the
-box-sup needs nothing more). Bounds are the derivation's exact layer values (outward rounded).
+SmolLM2 run is measured on the default prompts plus one prompt of at least 1,500 tokens, with the box-sup
+meter on, and its claims are Coq-checked (``certify run``'s pipeline, into a scratch directory); a second
+run of the same codec with the box-sup meter off gives the metering time ratio. Per form (plain, centred,
+e-form, box, and the claim: the tightest non-vacuous form its theorem covers): layers non-vacuous, median
+and max tightness (layer bound / layer realized TV max), witness bytes per entry (the stored witness:
+``bands`` float64 band residual norms per key and per value; the box-sup needs nothing more). Bounds are
+the derivation's exact layer values (outward rounded). ``--table FILE`` prints the RESULTS.md table.
 
     python bench/tightness.py --out bench/results/tightness_cpu.json
 
@@ -191,6 +192,32 @@ def qa_markdown(result: dict) -> str:
     return "\n".join(rows)
 
 
+FORM_NAMES = (("plain", "plain"), ("eform", "e-form"), ("centred", "centred"), ("boxsup", "box-sup"),
+              ("certified", "claim (tightest covered form)"))
+
+
+def base_markdown(result: dict) -> str:
+    """The RESULTS.md table of a band-witness result: codec x bound form. The metering time ratio is
+    the run with the box-sup meter over the same run without it (plain, e-form and centred need only
+    the base meter: 1); the claim row says how many layers Coq certified and with which forms."""
+    rows = ["| codec | form | Coq-certified | non-vacuous layers | tightness median | tightness max "
+            "| witness B/entry | metering time ratio |", "|---|---|---|---|---|---|---|---|"]
+    for codec, r in result["codecs"].items():
+        for key, name in FORM_NAMES:
+            f = r["forms"][key]
+            med = "-" if f["tightness_median"] is None else f"{f['tightness_median']:.2f}"
+            mx = "-" if f["tightness_max"] is None else f"{f['tightness_max']:.2f}"
+            if key == "certified":
+                forms = ", ".join(f"{k} {v}" for k, v in r["claim_forms"].items())
+                cert = f"{r['certified_layers']}/{r['layers']} ({forms})"
+            else:
+                cert = "-"
+            ratio = "1" if key in ("plain", "eform", "centred") else f"{r['metering_time_ratio_boxsup']:.1f}"
+            rows.append(f"| {codec} | {name} | {cert} | {f['non_vacuous']}/{r['layers']} | {med} | {mx} | "
+                        f"{result['witness_bytes_per_entry']} | {ratio} |")
+    return "\n".join(rows)
+
+
 def _merge_base(out: Path, fresh: dict) -> dict:
     """The existing result at ``out`` with its run parameters checked against ``fresh``'s."""
     if not out.is_file():
@@ -210,12 +237,13 @@ def main() -> None:
     ap.add_argument("--new-tokens", type=int, default=8)
     ap.add_argument("--query-aligned", type=int, nargs="+", default=None, metavar="RANK")
     ap.add_argument("--table", type=Path, default=None, metavar="JSON",
-                    help="print the markdown table of a --query-aligned result file and exit")
+                    help="print the markdown table of a result file (band or --query-aligned) and exit")
     ap.add_argument("--codecs", nargs="+", default=None, metavar="CODEC",
                     help="measure only these codecs and merge their rows into --out")
     args = ap.parse_args()
     if args.table is not None:
-        print(qa_markdown(json.loads(args.table.read_text())))
+        result = json.loads(args.table.read_text())
+        print(qa_markdown(result) if "ranks" in result else base_markdown(result))
         return
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     lm = load_model("smollm2")
@@ -240,10 +268,10 @@ def main() -> None:
     for codec in codecs:
         run, secs = _measure(lm, codec, prompts, args.new_tokens, True)
         row = _table(run)
-        row["seconds_with_boxsup"] = secs
+        row.update(_kernel_tiers(run))
+        _, base = _measure(lm, codec, prompts, args.new_tokens, False)
+        row.update(seconds_with_boxsup=secs, seconds_without_boxsup=base, metering_time_ratio_boxsup=secs / base)
         if codec == "int8":
-            _, base = _measure(lm, codec, prompts, args.new_tokens, False)
-            row["seconds_without_boxsup"] = base
             result["metering_time_ratio_boxsup"] = secs / base
         result["codecs"][codec] = row
         print(codec, json.dumps({f: {k: v for k, v in d.items() if k != "tightness_per_layer"}
