@@ -53,6 +53,8 @@ every family's bound, no score error beats a C3 or C4 radius, and at least 64 re
 The gates are then re-evaluated from the per-row records in the result file.
 
     python bench/probabilistic.py --out bench/results/probabilistic_cpu.json
+
+``--no-long`` measures the default prompts only, ``--long-only`` the long prompt only (1,581 tokens).
 """
 
 from __future__ import annotations
@@ -292,6 +294,8 @@ def main() -> int:
     ap.add_argument("--bands", type=int, default=4)
     ap.add_argument("--delta-req", type=str, default="1/1000", help="risk budget per request (a fraction)")
     ap.add_argument("--no-long", action="store_true", help="the default prompts only")
+    ap.add_argument("--long-only", action="store_true",
+                    help="the long prompt only (its draws are the ones a run of every prompt would make)")
     ap.add_argument("--table", type=Path, default=None, metavar="JSON", help="print a result file's table and exit")
     args = ap.parse_args()
     if args.table is not None:
@@ -299,6 +303,9 @@ def main() -> int:
         return 0
     if args.realizations < 1 or args.rows < 1:
         print("--realizations and --rows must be positive")
+        return 2
+    if args.no_long and args.long_only:
+        print("--no-long and --long-only exclude each other")
         return 2
     delta_req = Fraction(args.delta_req)
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
@@ -310,11 +317,16 @@ def main() -> int:
     gates_path = args.out.with_name(args.out.stem + ".gates.json")
     gates_path.write_text(json.dumps(gates, indent=1) + "\n")  # registered before the run
     lm = load_model("smollm2")
-    prompts = list(DEFAULT_PROMPTS) + ([] if args.no_long else [LONG_PROMPT])
+    every = list(DEFAULT_PROMPTS) + [LONG_PROMPT]
+    # uid = the prompt's index among all of them: its realizations (counter RNG streams) do not
+    # depend on which prompts a run selects
+    chosen = [(uid, pr) for uid, pr in enumerate(every)
+              if not (args.no_long and pr == LONG_PROMPT) and not (args.long_only and pr != LONG_PROMPT)]
+    prompts = [pr for _, pr in chosen]
     per_layer: dict[int, dict] = {}
     records = []
     t0 = time.perf_counter()
-    for uid, prompt in enumerate(prompts):
+    for uid, prompt in chosen:
         col = _collect(lm, prompt, args.rows)
         event = 0
         for li in sorted(col.layers):
@@ -352,7 +364,8 @@ def main() -> int:
         "radii_never_beaten": all(v["radius_violations"] <= gates["radius_violations_max"] for v in table.values()),
     }
     result = {"model": "smollm2", "bands": args.bands, "rows_per_prompt_and_head": args.rows,
-              "prompts": len(prompts), "long_prompt_tokens": None if args.no_long else len(lm.tokenizer(LONG_PROMPT)["input_ids"]),
+              "prompts": len(prompts), "long_only": args.long_only,
+              "long_prompt_tokens": None if args.no_long else len(lm.tokenizer(LONG_PROMPT)["input_ids"]),
               "realizations": args.realizations, "delta_req": str(delta_req), "tier": "empirical",
               "tier_reason": "no library theorem states the probabilistic families yet",
               "gates_file": gates_path.name, "gates": gates, "verdicts": verdicts, "table": table,
