@@ -322,7 +322,6 @@ def main() -> int:
     # depend on which prompts a run selects
     chosen = [(uid, pr) for uid, pr in enumerate(every)
               if not (args.no_long and pr == LONG_PROMPT) and not (args.long_only and pr != LONG_PROMPT)]
-    prompts = [pr for _, pr in chosen]
     per_layer: dict[int, dict] = {}
     records = []
     t0 = time.perf_counter()
@@ -364,7 +363,7 @@ def main() -> int:
         "radii_never_beaten": all(v["radius_violations"] <= gates["radius_violations_max"] for v in table.values()),
     }
     result = {"model": "smollm2", "bands": args.bands, "rows_per_prompt_and_head": args.rows,
-              "prompts": len(prompts), "long_only": args.long_only,
+              "prompts": len(chosen), "long_only": args.long_only,
               "long_prompt_tokens": None if args.no_long else len(lm.tokenizer(LONG_PROMPT)["input_ids"]),
               "realizations": args.realizations, "delta_req": str(delta_req), "tier": "empirical",
               "tier_reason": "no library theorem states the probabilistic families yet",

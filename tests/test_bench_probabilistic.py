@@ -89,12 +89,11 @@ def test_results_md_prints_the_committed_probabilistic_table_and_its_gates_passe
     gates (registered before the run) are re-evaluated here from its per-layer records."""
     import json
 
-    root = RESULTS.parents[1]
     result = json.loads((RESULTS / name).read_text())
     if result.get("long_only"):
         assert result["prompts"] == 1 and result["long_prompt_tokens"] >= 1500
-    assert prob.markdown(result) in (root / "bench" / "RESULTS.md").read_text()
-    gates = json.loads((root / "bench" / "results" / result["gates_file"]).read_text())
+    assert prob.markdown(result) in (RESULTS.parent / "RESULTS.md").read_text()
+    gates = json.loads((RESULTS / result["gates_file"]).read_text())
     assert gates == result["gates"]
     records = result["records"]
     assert records and all(r["realizations"] >= gates["realizations_min"] for r in records)
