@@ -173,13 +173,36 @@ def _terms(mass: torch.Tensor, up: torch.Tensor, vp: torch.Tensor, w: torch.Tens
     return mass * (up * w - 1).clamp_min(0) * side_a, mass * (1 - vp * w).clamp_min(0) * side_b
 
 
+def box_pool(p: torch.Tensor, c: torch.Tensor, spec: BoxSupSpec = DEFAULT_SPEC
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The pooled rows the box bound is computed from: what the kernel's box checker reads.
+
+    ``p``, ``c``: ``(R, T)``. Returns ``mass``, ``rad`` ``(R, J)`` with ``J = G + heavy``: the
+    buckets' served masses and radii (the members' maximum of ``c_t (1 + RADIUS_MARGIN)``), the
+    last ``heavy`` columns being the heaviest keys (their own mass and radius), ``p2``, ``c2`` the
+    inflated inputs, rows flattened.
+    """
+    t = p.shape[-1]
+    p2 = p.to(torch.float64).reshape(-1, t)
+    c2 = (c.to(torch.float64) * (1 + RADIUS_MARGIN)).reshape(-1, t)
+    m = min(spec.heavy, t)
+    hm, hidx = torch.topk(p2, m, dim=-1) if m else (p2[:, :0], None)
+    hr = torch.gather(c2, -1, hidx) if m else c2[:, :0]
+    pb, cb = p2, c2
+    if m:
+        keep = torch.ones_like(p2, dtype=torch.bool).scatter_(-1, hidx, False)
+        pb, cb = torch.where(keep, p2, 0.0), torch.where(keep, c2, 0.0)
+    mass, rad = _buckets(pb, cb, spec)
+    return torch.cat([mass, hm], -1), torch.cat([rad, hr], -1), p2, c2
+
+
 def box_sup_bound(p: torch.Tensor, c: torch.Tensor, spec: BoxSupSpec = DEFAULT_SPEC) -> torch.Tensor:
     """Upper bound of ``sup TV(softmax s, p')`` over ``|s_t - s'_t| <= c_t``, per row.
 
     The ``spec.heavy`` keys of largest ``p'_t`` keep their own terms, and each of the ``2**heavy``
     cases fixes on which side of ``p'_t`` their exact probability lies (so a dominant key, an
     attention sink, is never split between the two sides); the other keys are pooled into radius
-    buckets. The bound is the maximum over the cases.
+    buckets (:func:`box_pool`). The bound is the maximum over the cases.
 
     Parameters
     ----------
@@ -195,40 +218,62 @@ def box_sup_bound(p: torch.Tensor, c: torch.Tensor, spec: BoxSupSpec = DEFAULT_S
     if p.shape != c.shape:
         raise ValueError(f"box_sup_bound: p {tuple(p.shape)} and c {tuple(c.shape)} differ in shape")
     lead, t = p.shape[:-1], p.shape[-1]
-    p2 = p.to(torch.float64).reshape(-1, t)
-    c2 = (c.to(torch.float64) * (1 + RADIUS_MARGIN)).reshape(-1, t)
+    mass, rad, p2, c2 = box_pool(p, c, spec)
     centred = torch.tanh(c2.amax(-1) / 2) * (1 + 16 * U64)  # the centred theorem bounds the same supremum
-    m = min(spec.heavy, t)
-    hm, hidx = torch.topk(p2, m, dim=-1) if m else (p2[:, :0], None)
-    hr = torch.gather(c2, -1, hidx) if m else c2[:, :0]
-    if m:
-        keep = torch.ones_like(p2, dtype=torch.bool).scatter_(-1, hidx, False)
-        p2, c2 = torch.where(keep, p2, 0.0), torch.where(keep, c2, 0.0)
-    mass, rad = _buckets(p2, c2, spec)
-    mass, rad = torch.cat([mass, hm], -1), torch.cat([rad, hr], -1)  # (R, J), J = G + m
+    h = box_hints(mass, rad, spec.buckets, spec.intervals)
+    m4, u4, v4 = mass[:, None, None, :], h.up[:, None, None, :], h.vp[:, None, None, :]
+    wa, wb = h.grid[:, None, :-1, None], h.grid[:, None, 1:, None]  # (R, 1, K, 1)
+    psi = [torch.maximum(h.lam * ta, (1 - h.lam) * tb).sum(-1)
+           for ta, tb in (_terms(m4, u4, v4, w, h.side_a, h.side_b) for w in (wa, wb))]
+    bound = torch.maximum(*psi).amax(dim=(-1, -2))
+    allow = bound * (2 * (mass.shape[-1] + t + 8) * U64) + 32 * U64 * (1 + h.z_hi[:, 0] / h.z_lo[:, 0])
+    return torch.where(h.covered, torch.minimum(bound + allow, centred), centred).reshape(lead)
+
+
+@dataclass(frozen=True)
+class BoxHints:
+    """The untrusted hints of the box certificate of pooled rows, and the sums they are built from.
+
+    ``grid`` ``(R, K+1)``: ``w`` values from ``(1 - RANGE_MARGIN)/Z_hi`` to ``(1 + RANGE_MARGIN)/Z_lo``
+    (geometric); ``lam`` ``(R, S, K, 1)``: one ``lambda`` per case and interval, case ``s`` fixing the
+    heavy key's side (``s = 1``: its exact probability is at least the served one); ``covered``
+    ``(R,)``: ``Z_lo`` is representable (else only the centred cap applies). The kernel's checker
+    (``coq/Witprobe/BoxCheck.v``) verifies any such hints; these make the bound tight.
+    """
+
+    grid: torch.Tensor
+    lam: torch.Tensor
+    covered: torch.Tensor
+    up: torch.Tensor
+    vp: torch.Tensor
+    z_hi: torch.Tensor
+    z_lo: torch.Tensor
+    side_a: torch.Tensor
+    side_b: torch.Tensor
+
+
+def box_hints(mass: torch.Tensor, rad: torch.Tensor, buckets: int, intervals: int) -> BoxHints:
+    """Grid and lambdas for pooled rows ``mass``, ``rad`` ``(R, J)`` whose last ``J - buckets``
+    columns are heavy keys (see :func:`box_pool`)."""
+    m = mass.shape[-1] - buckets
     up, vp = torch.exp(rad), torch.exp(-rad)
     z_hi = (mass * up).sum(-1, keepdim=True)
     z_lo_raw = (mass * vp).sum(-1, keepdim=True)
     covered = z_lo_raw[:, 0] > Z_LO_MIN  # else 1/Z_lo is out of float64 range: the grid cannot reach it
     z_lo = z_lo_raw.clamp_min(Z_LO_MIN)
     w_lo, w_hi = (1 - RANGE_MARGIN) / z_hi, (1 + RANGE_MARGIN) / z_lo
-    k = spec.intervals
-    frac = torch.arange(k + 1, dtype=torch.float64, device=p.device) / k
+    frac = torch.arange(intervals + 1, dtype=torch.float64, device=mass.device) / intervals
     grid = w_lo * (w_hi / w_lo) ** frac  # (R, K+1)
     grid[:, 0], grid[:, -1] = w_lo[:, 0], w_hi[:, 0]  # the end points exactly
     wa, wb = grid[:, None, :-1, None], grid[:, None, 1:, None]  # (R, 1, K, 1)
     cases = torch.tensor(list(itertools.product((0.0, 1.0), repeat=m)), dtype=torch.float64,
-                         device=p.device).reshape(2**m, m)  # (S, m): 1 = the key's exact p is >= p'
-    ones = torch.ones(cases.shape[0], spec.buckets, dtype=torch.float64, device=p.device)
+                         device=mass.device).reshape(2**m, m)  # (S, m): 1 = the key's exact p is >= p'
+    ones = torch.ones(cases.shape[0], buckets, dtype=torch.float64, device=mass.device)
     side_a = torch.cat([ones, cases], -1)[:, None, :]
     side_b = torch.cat([ones, 1 - cases], -1)[:, None, :]
     m4, u4, v4 = mass[:, None, None, :], up[:, None, None, :], vp[:, None, None, :]
     lam = _best_lambda(*_terms(m4, u4, v4, (wa * wb).sqrt(), side_a, side_b))  # (R, S, K, 1)
-    psi = [torch.maximum(lam * ta, (1 - lam) * tb).sum(-1)
-           for ta, tb in (_terms(m4, u4, v4, w, side_a, side_b) for w in (wa, wb))]
-    bound = torch.maximum(*psi).amax(dim=(-1, -2))
-    allow = bound * (2 * (mass.shape[-1] + t + 8) * U64) + 32 * U64 * (1 + z_hi[:, 0] / z_lo[:, 0])
-    return torch.where(covered, torch.minimum(bound + allow, centred), centred).reshape(lead)
+    return BoxHints(grid, lam, covered, up, vp, z_hi, z_lo, side_a, side_b)
 
 
 def sup_tv_vertices(p: list[float], c: list[float]) -> float:
