@@ -24,8 +24,11 @@
       bucket's mass;
     - [bucketed_le], [bucketed_ge]: the bucketed bounds of [sum_t p_t v_t] from above and below;
     - [row_box_certificate]: [check_row] and [row_fits] give [box_certificate] ([BoxSup]);
-    - [tv_le_checked]: [check_layer rows B] and a row that fits one of [rows], or whose radii
-      are all at most [C] with [tanh (C/2) <= B], give [TV <= B].
+    - [layer_box_certificate]: [check_layer rows B], [tanh (C/2) <= B] and a row that fits one
+      of [rows] or whose radii are all at most [C] ([layer_admits]) give [box_certificate] at [B];
+      the per-run theorems pass it to the box claims of [BoxSup], [BoxQueryAligned] and
+      [ClaimsLatent];
+    - [tv_le_checked]: the same, with [TV <= B] ([BoxSup.tv_le_box]).
 
     Counterexample [check_row_rejects_low_bound]: the same row data is accepted at [B = 1] and
     rejected at [B = 1/2]; the theorem that the checker serves holds only at a [B] the data
@@ -583,22 +586,27 @@ Qed.
 Definition layer_admits (rows : list row) (C : R) (n : nat) (p r : nat -> R) : Prop :=
   (forall t, (t < n)%nat -> r t <= C) \/ Exists (fun rw => row_fits rw n p r) rows.
 
+Theorem layer_box_certificate (rows : list row) (C : R) (bn bd : Z) (n : nat) (p r : nat -> R) :
+  check_layer rows bn bd = true -> tanh (C / 2) <= IZR bn / IZR bd -> (forall t, 0 <= p t) ->
+  layer_admits rows C n p r -> box_certificate n p r (IZR bn / IZR bd).
+Proof.
+  intros Hc HB Hp Hadm. destruct Hadm as [Hcap | Hrow].
+  - right. exists C. split; [exact Hcap | exact HB].
+  - unfold check_layer in Hc. repeat rewrite andb_true_iff in Hc. destruct Hc as [[[Hd0 Hn0] Hu0] Hrows].
+    apply Exists_exists in Hrow as [rw [Hin Hfit]]. rewrite forallb_forall in Hrows.
+    exact (row_box_certificate _ _ rw n p r (Hrows rw Hin) (bound_F_lb bn bd Hd0 Hn0 Hu0) Hp Hfit).
+Qed.
+
 Theorem tv_le_checked (rows : list row) (C : R) (bn bd : Z) :
-  check_layer rows bn bd = true -> 0 <= C -> tanh (C / 2) <= IZR bn / IZR bd ->
+  check_layer rows bn bd = true -> tanh (C / 2) <= IZR bn / IZR bd ->
   forall (n : nat) (s s' r : nat -> R),
   (0 < n)%nat -> (forall t, (t < n)%nat -> Rabs (s t - s' t) <= r t) ->
   layer_admits rows C n (softmax n s') r ->
   tv n (softmax n s) (softmax n s') <= IZR bn / IZR bd.
 Proof.
-  intros Hc HC HB n s s' r Hn Hd Hadm. destruct Hadm as [Hcap | Hrow].
-  - apply (centred_claim C); [exact HC | exact HB |].
-    intros t Ht. eapply Rle_trans; [apply Hd, Ht | apply Hcap, Ht].
-  - unfold check_layer in Hc. repeat rewrite andb_true_iff in Hc. destruct Hc as [[[Hd0 Hn0] Hu0] Hrows].
-    pose proof (bound_F_lb bn bd Hd0 Hn0 Hu0) as HLb.
-    apply Exists_exists in Hrow as [rw [Hin Hfit]]. rewrite forallb_forall in Hrows.
-    apply (tv_le_box n s s' r _ Hn Hd).
-    apply (row_box_certificate (bound_F bn bd) _ rw n _ r (Hrows rw Hin) HLb); [| exact Hfit].
-    intros t. left. apply softmax_pos, Hn.
+  intros Hc HB n s s' r Hn Hd Hadm. apply (tv_le_box n s s' r _ Hn Hd).
+  apply (layer_box_certificate rows C); [exact Hc | exact HB | | exact Hadm].
+  intros t. left. apply softmax_pos, Hn.
 Qed.
 
 (** ** Counterexample: the checker decides the number *)

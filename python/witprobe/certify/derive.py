@@ -17,6 +17,7 @@ from fractions import Fraction
 from typing import Any
 
 from witprobe.calculus import float_error, rounding
+from witprobe.certify.box_certificate import BoxDataError, BoxLayerData, layer_data
 from witprobe.certify.coverage import box_sup_on, coverage
 from witprobe.certify.derive_values import output_claims
 from witprobe.certify.end_to_end import RunScope, run_scope
@@ -54,6 +55,7 @@ class FormResult:
     reason: str = ""
     proofs: tuple[str, ...] = ()
     evaluation: ChainEvaluation | None = None
+    box: BoxLayerData | None = None  # box forms: the rows and cap the kernel's checker reads
 
 
 @dataclass
@@ -124,7 +126,7 @@ def _counter(block: Block, key: str, where: str) -> int:
     return v
 
 
-MAGNITUDE_SCHEMAS = ("witprobe-run/2", "witprobe-run/3", "witprobe-run/4")  # run schemas whose reads record fp_width, keys_visible, score_err, ...
+MAGNITUDE_SCHEMAS = ("witprobe-run/2", "witprobe-run/3", "witprobe-run/4", "witprobe-run/5")  # run schemas whose reads record fp_width, keys_visible, score_err, ...
 
 
 def _positive_int(v: Any, what: str) -> int:
@@ -270,7 +272,7 @@ def derive(run: RunRecord | dict[str, Any], registry: TierRegistry = DEFAULT_REG
             failures.append(f"layer {idx}: boxsup: the run records box-sup bounds, yet its config says the meter was off")
         elif "boxsup_bound" in read:
             forms[BOXSUP] = _boxsup(idx, read, where, realized, sizes.keys, score_err, score_abs_max, c_max,
-                                    kind.theorem_shape in BOXSUP_SHAPES, failures)
+                                    kind.theorem_shape in BOXSUP_SHAPES, failures, layer=layer)
         elif box_on:
             failures.append(f"layer {idx}: boxsup: the run records no box-sup bound, yet its config says the meter "
                             "was on (fail closed)")
@@ -280,7 +282,7 @@ def derive(run: RunRecord | dict[str, Any], registry: TierRegistry = DEFAULT_REG
         elif "qa_boxsup_bound" in read:
             qa_c_max = rounding.up(_stat(read, "qa_c_max", "max", where), what=f"{where} qa_c_max")
             forms[QA_BOXSUP] = _boxsup(idx, read, where, realized, sizes.keys, score_err, score_abs_max, qa_c_max,
-                                       kind.theorem_shape in QA_SHAPES, failures, QA_BOXSUP)
+                                       kind.theorem_shape in QA_SHAPES, failures, QA_BOXSUP, layer)
         elif qa_on and kind.theorem_shape in QA_SHAPES and box_on:
             failures.append(f"layer {idx}: qa_boxsup: the run's config records a query-aligned witness, yet this "
                             "dense-KV layer records no query-aligned bound (fail closed)")
@@ -291,10 +293,13 @@ def derive(run: RunRecord | dict[str, Any], registry: TierRegistry = DEFAULT_REG
             best = min(usable, key=_form_order)
             attn = Claim(cid, idx, ATTN_TV, best.form, best.bound, False, meet(reg_tier, Tier.CERTIFIED),
                          realized, forms, memory_class=mclass)
+            realized_units = rounding.to_units_up(rounding.up(realized))
             if best.form == BOXSUP:
-                theorems.append(boxsup_theorem(cid, rounding.to_units_up(best.bound), kind.theorem_shape))
+                theorems.append(boxsup_theorem(cid, rounding.to_units_up(best.bound), kind.theorem_shape,
+                                               best.box.rows_coq, best.box.cap_units, realized_units))
             elif best.form == QA_BOXSUP:
-                theorems.append(boxsup_qa_theorem(cid, rounding.to_units_up(best.bound)))
+                theorems.append(boxsup_qa_theorem(cid, rounding.to_units_up(best.bound), best.box.rows_coq,
+                                                  best.box.cap_units, realized_units))
             else:
                 theorems.append(claim_theorem(cid, best.form, mclass, evals[best.form],
                                               rounding.to_units_up(inp.q_coef)))
@@ -317,7 +322,13 @@ def derive(run: RunRecord | dict[str, Any], registry: TierRegistry = DEFAULT_REG
                                             run.schema in MAGNITUDE_SCHEMAS, sizes.keys))
         if kind.pooling:
             claims.append(_pooling_claim(idx, write, where))
-        readings.append(_layer_readings(idx, mclass, write, read, where))
+        reading = _layer_readings(idx, mclass, write, read, where)
+        for f in (forms.get(BOXSUP), forms.get(QA_BOXSUP)):
+            if f is not None and f.box is not None:  # what the kernel's box checker was handed
+                reading[f"{f.form}_rows_shipped"] = f.box.shipped
+                reading[f"{f.form}_rows_seen"] = f.box.seen
+                reading[f"{f.form}_literals"] = f.box.literals
+        readings.append(reading)
     return Derivation(claims, obligations, checks, failures, readings, coverage(run), theorems, run_scope(run))
 
 
@@ -393,7 +404,7 @@ def _form_order(f: FormResult) -> tuple[Fraction, int]:
 
 def _boxsup(idx: int, read: Block, where: str, realized: float, keys: int, score_err: Fraction | None,
             score_abs_max: Fraction | None, c_max: Fraction, has_theorem: bool, failures: list[str],
-            form: str = BOXSUP) -> FormResult:
+            form: str = BOXSUP, layer: LayerRecord | None = None) -> FormResult:
     """The layer's box bound, rounded outward from the meter's row maximum to units of ``2**-48``.
 
     ``up(max_rows B_row) * (1 + boxsup_rel) + boxsup_floor`` (see :mod:`witprobe.probe.box_sup` and
@@ -402,6 +413,9 @@ def _boxsup(idx: int, read: Block, where: str, realized: float, keys: int, score
     ``min(c_band, c_qa)``: ``read.qa_boxsup_bound``, with ``c_max`` their layer maximum
     ``read.qa_c_max``). A claim may use it only where ``has_theorem`` (the kind's shape has the
     form's box theorem); otherwise the form carries the reason and is reported beside the others.
+    A claimable form also carries the checker's data (:mod:`witprobe.certify.box_certificate`) from
+    the layer's ``box_rows``: without them (a run recorded before schema /5) the kernel cannot
+    decide the bound, and the form is reported, not claimed.
     """
     reason = "" if has_theorem else BOXSUP_NO_THEOREM
     proofs = (BOXSUP_PROOFS if form == BOXSUP else QA_BOXSUP_PROOFS) if has_theorem else ()
@@ -419,7 +433,20 @@ def _boxsup(idx: int, read: Block, where: str, realized: float, keys: int, score
     beaten = bound < Fraction(realized)
     if beaten:
         failures.append(f"layer {idx}: {form} bound {float(bound):.6g} beaten by realized TV {realized:.6g}")
-    return FormResult(form, bound, bound >= 1, beaten, None, reason, proofs)
+    box = None
+    if has_theorem:
+        rows = None if layer is None or layer.box_rows is None else layer.box_rows.get(form)
+        if rows is None:
+            reason = ("no rows recorded for the kernel's box checker (read box_rows, schema /5): "
+                      "the kernel cannot decide this bound")
+        else:
+            try:
+                box = layer_data(rows, float_error.boxsup_rel(keys, score_err, score_abs_max), keys,
+                                 f"{where}.box_rows.{form}")
+            except BoxDataError as e:
+                failures.append(f"layer {idx}: {e} (fail closed)")
+                reason = str(e)
+    return FormResult(form, bound, bound >= 1, beaten, None, reason, proofs, box=box)
 
 
 def _half_life(log_a: float | None) -> float | None:

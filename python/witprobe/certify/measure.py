@@ -244,6 +244,7 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
         for installer in installed:
             installer.remove()
     snap = observer.snapshot()
+    box_records = observer.box_row_records()
     layers = [
         {
             "layer": i,
@@ -254,6 +255,7 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
             "host_read_calls": snap["host_read_calls"][i],
             **({"channels": snap["channels"][i]} if i in snap["channels"] else {}),
             **({"o_proj": projection_record(projections[i][1])} if i in projections else {}),
+            **({"box_rows": box_records[str(i)]} if str(i) in box_records else {}),
         }
         for i in range(num_layers)
     ]

@@ -25,17 +25,17 @@ from typing import Any, Union
 from witprobe import self_checks
 from witprobe.typed_json import RecordError, decode, encode, field_doc, json_schema
 
-RUN_SCHEMA = "witprobe-run/4"
+RUN_SCHEMA = "witprobe-run/5"
 # /1: the first record; /2: reads record the magnitudes of the float64 error analysis (fp_width,
 # keys_visible, score_err, score_abs_max); /3: dense-KV reads record the attention-output meter,
 # requests the per-step next-token readings and config the end-to-end tolerance; /4: config records the
 # query-aligned witness's calibration (config.query_aligned) and reads may carry its certified box form. The versions differ
 # in which readings a layer records and in optional fields only, so one type reads them all.
-READABLE_SCHEMAS = ("witprobe-run/1", "witprobe-run/2", "witprobe-run/3", RUN_SCHEMA)
+READABLE_SCHEMAS = ("witprobe-run/1", "witprobe-run/2", "witprobe-run/3", "witprobe-run/4", RUN_SCHEMA)
 RUN_SCHEMA_ID = "https://witprobe.dev/schema/run.schema.json"
 # SHA-256 of the canonical JSON text of run_schema() per schema version: a test fails when the
 # types change and this does not (bump RUN_SCHEMA, keep the old version readable, update this)
-SCHEMA_FINGERPRINTS = {RUN_SCHEMA: "f87890c1e5fdd08df9cf19707c2e832786fc2227bf518dc08349dd7e17098f94"}
+SCHEMA_FINGERPRINTS = {RUN_SCHEMA: "cf516d10b581929a460c61aa8910b574499e3eb1c424c4954b2f279cf2cfbf61"}
 
 READING_NAME = r"[A-Za-z][A-Za-z0-9_.]*"
 
@@ -87,6 +87,30 @@ class ChannelProfile:
 
 
 @dataclass(frozen=True)
+class BoxRow:
+    """One read row shipped to the kernel's box checker (``coq/Witprobe/BoxCheck.v``): its keys
+    pooled into radius buckets (:func:`witprobe.probe.box_sup.box_pool`). Measured: the masses are
+    float64 sums of the served distribution ``p'``, the radii are ``c_t (1 + 2**-30)`` maxima."""
+
+    c_max: float = field(metadata=field_doc("the row's largest radius c_t (as read.c_max folds it)"))
+    bound: float = field(metadata=field_doc("the meter's box bound of the row (a reading)"))
+    intervals: int = field(metadata=field_doc("grid intervals of the row's certificate (an untrusted hint)", minimum=1))
+    heavy: list[float] = field(metadata=field_doc("[served mass, radius] of the row's heaviest key"))
+    buckets: list[list[float]] = field(metadata=field_doc(
+        "[served mass, largest radius] of each nonempty bucket of the other keys"))
+
+
+@dataclass(frozen=True)
+class BoxRows:
+    """A layer's rows for one box form: those whose centred cap may exceed the layer's bound
+    (:mod:`witprobe.probe.box_rows`); every other row's radii are at most ``dropped_c_max``."""
+
+    rows_seen: int = field(metadata=field_doc("rows the keeper was offered", minimum=0))
+    dropped_c_max: float = field(metadata=field_doc("largest c_max of the rows not kept"))
+    rows: list[BoxRow] = field(metadata=field_doc("the kept rows"))
+
+
+@dataclass(frozen=True)
 class LayerRecord:
     """One layer's meters: the write block (every stored tensor), the read block (every attention
     read or state update), the host call counts and the layer's measured constants."""
@@ -103,6 +127,9 @@ class LayerRecord:
         "recurrent layers: the per-channel decay profile", optional=True))
     o_proj: OutputProjectionNorm | None = field(default=None, metadata=field_doc(
         "dense-KV layers: the output projection's norm bound", optional=True))
+    box_rows: dict[str, BoxRows] | None = field(default=None, metadata=field_doc(
+        "box forms (boxsup, qa_boxsup): the rows shipped to the kernel's box checker (schema /5)", optional=True,
+        keys="(boxsup|qa_boxsup)"))
 
 
 @dataclass(frozen=True)

@@ -119,6 +119,8 @@ class ClaimTheorem:
     lean_proof: str
     lean_proved_by: tuple[str, ...]
     lean_side: LeanSide
+    definitions: str = ""  # Coq definitions the statement names (a box claim's shipped rows), before it
+    realized_units: int | None = None  # the claim's realized value in units of 2**-48, rounded up; None: unknown
 
     @property
     def has_lean(self) -> bool:
@@ -418,122 +420,112 @@ def evict_theorem(claim_id: str, rho_units: int, bound_units: int) -> ClaimTheor
                         "", "", (), LeanSide("evict", rho.value, b.value))
 
 
-BOXSUP_MEASURED = ("B: max over read rows of the box meter's bound (witprobe.probe.box_sup): per row a grid of "
-                   "K + 1 values of w bracketing [1/Z_hi, 1/Z_lo], one lambda per side of the row's heaviest key "
-                   "and interval, and box_psi at both ends of every interval, float64 with its error allowance, "
-                   "times 1 + the centre's relative error (read.boxsup_bound); or tanh(C_row / 2) where the grid "
-                   "is coarse. The radii r_t are c_t = scale * sum_b ||q_b|| ||k_{t,b} - k'_{t,b}|| inflated by "
-                   "2^-30 and pooled up to their radius bucket's maximum")
-
-
-QA_BOXSUP_MEASURED = ("B: max over read rows of the box meter's bound over the radii r_t = min(c_band_t, c_qa_t) "
-                      "(witprobe.probe.box_sup and witprobe.probe.query_aligned), with its float64 error allowance, "
-                      "times 1 + the centre's relative error (read.qa_boxsup_bound); c_band_t as for the banded box "
-                      "claim and c_qa_t = scale (|<U^T q, a_t>| + ||q - U U^T q|| ||rr_t|| + ||U^T q|| ||U^T rr_t||) "
-                      "from the stored witness (a_t = U^T (k_t - k'_t) rounded to float16, ||rr_t|| and ||U^T rr_t|| "
-                      "rounded up to float32, rr_t = k_t - k'_t - U a_t) with the componentwise float64 allowances of "
-                      "witprobe.probe.query_aligned, inflated by 2^-30")
+BOXSUP_MEASURED = ("rows: per read row not covered by the cap C, its keys pooled into buckets (the heaviest key on "
+                   "its own): each bucket's served mass within [lo, hi] (float64 sums of p', widened by the centre's "
+                   "relative error and gamma_T) and U >= e^{r_t} for its keys, r_t = c_t (1 + 2^-30) with "
+                   "c_t = scale * sum_b ||q_b|| ||k_{t,b} - k'_{t,b}|| (read box_rows); C: the largest c_max of the "
+                   "other rows, times 1 + 2^-30 (box_rows.dropped_c_max). The kernel decides B from these: "
+                   "check_layer (coq/Witprobe/BoxCheck.v) by vm_compute, tanh(C/2) <= B by interval")
+QA_BOXSUP_MEASURED = ("rows and C as for the banded box claim, over the radii r_t = min(c_band_t, c_qa_t) with "
+                      "c_qa_t = scale (|<U^T q, a_t>| + ||q - U U^T q|| ||rr_t|| + ||U^T q|| ||U^T rr_t||) from the "
+                      "stored query-aligned witness (read box_rows.qa_boxsup); the kernel decides B from them")
+BOX_CHECKED_PROOFS = ("Witprobe.BoxCheck.layer_box_certificate", "Witprobe.BoxCheck.row_box_certificate",
+                      "Witprobe.BoxSup.tv_le_box", "Witprobe.BoxSup.box_psi_convex_max")
 
 _QA_BINDERS = ("forall (n nb rk : nat) (w : nat -> nat) (U : nat -> nat -> R) (scale : R) (q b : nat -> R)\n"
                "         (k k' a rr : nat -> nat -> R) (r : nat -> R),\n  ")
 _QA_DOT = "dot (offset w nb) q"
-_L_QA_BINDERS = ("∀ (n nb rk : ℕ) (w : ℕ → ℕ) (U : ℕ → ℕ → ℝ) (scale : ℝ) (q b : ℕ → ℝ)\n"
-                 "        (k k' a rr : ℕ → ℕ → ℝ) (r : ℕ → ℝ),\n      ")
 
 
-def boxsup_qa_theorem(claim_id: str, bound_units: int) -> ClaimTheorem:
-    """The theorem of the box claim over query-aligned radii (dense KV,
-    ``coq/Witprobe/BoxQueryAligned.v``, ``box_qa_or_banded_claim``).
+def _box_rows_name(claim_id: str) -> str:
+    return check_ident(theorem_name(claim_id) + "_rows")
+
+
+def _box_theorem(claim_id: str, form: str, shape: str, stmt_head: str, served: str, tv: str, intro: str,
+                 apply_claim: str, b: Constant, cap: Constant, rows_coq: str, measured: str,
+                 proved: tuple[str, ...], realized_units: int | None) -> ClaimTheorem:
+    """A box claim whose certificate the kernel decides from the layer's shipped rows.
+
+    Statement: ``stmt_head`` (binders and the radius hypotheses), then ``layer_admits rows C n
+    (softmax n served) r``, then ``tv <= B``. Proof (one tactic): the library's box claim
+    ``apply_claim``, its ``box_certificate`` from ``BoxCheck.layer_box_certificate`` with
+    ``check_layer rows B = true`` by ``vm_compute`` and ``tanh(C/2) <= B`` by ``interval``.
+    """
+    rows = _box_rows_name(claim_id)
+    stmt = f"{stmt_head}layer_admits {rows} {cap.coq} n (softmax n {served}) r ->\n  {tv} <= {b.coq}"
+    proof = (f"intros {intro}; apply ({apply_claim});\n  "
+             f"apply (layer_box_certificate {rows} {cap.coq} {int(b.units)}%Z {UNIT_DEN}%Z);\n  "
+             "[vm_compute; reflexivity | unfold tanh; interval with (i_prec 60) | "
+             "intros t; left; apply softmax_pos; assumption | assumption].")
+    return ClaimTheorem(claim_id, theorem_name(claim_id), form, shape, stmt, proof, (b, cap), (measured,),
+                        proved + BOX_CHECKED_PROOFS, "", "", (), LeanSide("evict", Fraction(0), b.value),
+                        f"Definition {rows} : list row :=\n  {rows_coq}.", realized_units)
+
+
+def _box_constants(claim_id: str, bound_units: int, cap_units: int) -> tuple[Constant, Constant]:
+    return (Constant("B", bound_units, f"claimed bound of {claim_id} (the layer's box bound, rounded up)"),
+            Constant("C", cap_units, f"cap of the rows {claim_id} does not ship (largest dropped c_max, rounded up)"))
+
+
+def boxsup_qa_theorem(claim_id: str, bound_units: int, rows_coq: str, cap_units: int,
+                      realized_units: int | None = None) -> ClaimTheorem:
+    """The box claim over query-aligned radii (dense KV, ``BoxQueryAligned.box_qa_or_banded_claim``).
 
     For every query ``q``, exact and served keys ``k``, ``k'`` of width ``offset w nb``, basis
-    ``U`` (any ``d x rk`` matrix), coefficients ``a`` and remainders ``rr`` with
-    ``k_t - k'_t = U a_t + rr_t``, any ``b``, ``scale >= 0`` and radii ``r`` that cover, per key,
-    the query-aligned radius or the banded one: if the served distribution and ``r`` admit a box
-    certificate at level ``B`` then ``TV <= B``. As for :func:`boxsup_theorem` the measured
-    hypothesis is the certificate itself (:data:`QA_BOXSUP_MEASURED`) and ``B`` is its level, so the
-    proof applies the library lemma to ``B`` (Lean: the mirror in
-    ``analytic/WitprobeAnalytic/BoxQueryAligned.lean``, whose conclusion with ``B`` substituted is
-    the Lean statement).
+    ``U``, coefficients ``a`` and remainders ``rr`` with ``k_t - k'_t = U a_t + rr_t``, any ``b``,
+    ``scale >= 0`` and radii ``r`` that cover, per key, the query-aligned radius or the banded one:
+    if the row is admitted by the layer's data (``layer_admits``) then ``TV <= B``, the kernel
+    deciding ``B`` as in :func:`boxsup_theorem`. Stated in Coq only.
     """
-    name = theorem_name(claim_id)
-    b = Constant("B", bound_units, f"claimed bound of {claim_id} (the layer's query-aligned box bound, rounded up)")
-    served = f"(fun t => scale * {_QA_DOT} (k' t))"
-    stmt = (_QA_BINDERS
+    b, cap = _box_constants(claim_id, bound_units, cap_units)
+    head = (_QA_BINDERS
             + "(0 < n)%nat ->\n  0 <= scale ->\n  "
             "(forall t, (t < n)%nat -> forall i, (i < offset w nb)%nat ->\n"
             "     k t i - k' t i = matvec rk U (a t) i + rr t i) ->\n  "
             "(forall t, (t < n)%nat ->\n"
             "     scale * qa_radius (offset w nb) rk U q (a t) (rr t) b <= r t\n"
             "     \\/ scale * banded_witness nb w (band_split w q) (bdiff (band_split w (k t)) (band_split w (k' t)))"
-            " <= r t) ->\n  "
-            f"box_certificate n (softmax n {served}) r {b.coq} ->\n  "
-            f"tv n (softmax n (fun t => scale * {_QA_DOT} (k t)))\n       (softmax n {served}) <= {b.coq}")
-    lstmt = (_L_QA_BINDERS
-             + f"0 < n →{_NL}0 ≤ scale →{_NL}"
-             f"(∀ t, t < n → ∀ i, i < offset w nb →{_NL}  k t i - k' t i = matvec rk U (a t) i + rr t i) →{_NL}"
-             f"(∀ t, t < n →{_NL}  scale * qa_radius (offset w nb) rk U q (a t) (rr t) b ≤ r t{_NL}"
-             "  ∨ scale * banded_witness nb w (band_split w q) (bdiff (band_split w (k t)) (band_split w (k' t)))"
-             f" ≤ r t) →{_NL}"
-             f"box_certificate n (softmax n {served}) r {b.lean} →{_NL}"
-             f"tv n (softmax n (fun t => scale * {_QA_DOT} (k t))){_NL}  (softmax n {served}) ≤ {b.lean}")
+            " <= r t) ->\n  ")
+    served = f"(fun t => scale * {_QA_DOT} (k' t))"
+    tv = f"tv n (softmax n (fun t => scale * {_QA_DOT} (k t)))\n       (softmax n {served})"
     args = "n nb rk w U scale q b k k' a rr r"
-    proof = f"intros {args} Hn Hs Hdec Hr Hc. exact (box_qa_or_banded_claim _ {args} Hn Hs Hdec Hr Hc)."
-    lproof = f"box_qa_or_banded_claim {b.lean}"
-    proved = ("Witprobe.BoxQueryAligned.box_qa_or_banded_claim", "Witprobe.BoxSup.tv_le_box",
-              "Witprobe.QueryAligned.qa_score_bridge", "Witprobe.BoxQueryAligned.flat_score_bridge_banded",
-              "Witprobe.BoxSup.box_psi_convex_max")
-    lproved = tuple("WitprobeAnalytic." + p.rsplit(".", 1)[1] for p in proved)
-    return ClaimTheorem(claim_id, name, "qa_boxsup", "boxsup_qa", stmt, proof, (b,), (QA_BOXSUP_MEASURED,), proved,
-                        lstmt, lproof, lproved, LeanSide("boxsup", Fraction(0), b.value))
+    proved = ("Witprobe.BoxQueryAligned.box_qa_or_banded_claim", "Witprobe.QueryAligned.qa_score_bridge",
+              "Witprobe.BoxQueryAligned.flat_score_bridge_banded")
+    return _box_theorem(claim_id, "qa_boxsup", "boxsup_qa", head, served, tv, f"{args} Hn Hs Hdec Hr Hc",
+                        f"box_qa_or_banded_claim _ {args} Hn Hs Hdec Hr", b, cap, rows_coq, QA_BOXSUP_MEASURED,
+                        proved, realized_units)
 
 
-def boxsup_theorem(claim_id: str, bound_units: int, shape: str = "banded") -> ClaimTheorem:
-    """The theorem of a box-form claim: dense KV (``shape`` ``banded``: ``coq/Witprobe/BoxSup.v``,
-    ``box_banded_claim``) or a latent (MLA) layer (``latent``: ``ClaimsLatent.box_latent_claim``).
+def boxsup_theorem(claim_id: str, bound_units: int, shape: str, rows_coq: str, cap_units: int,
+                   realized_units: int | None = None) -> ClaimTheorem:
+    """A box-form claim: dense KV (``shape`` ``banded``: ``BoxSup.box_banded_claim``) or a latent
+    (MLA) layer (``latent``: ``ClaimsLatent.box_latent_claim``).
 
     For every query, exact and served keys (banded, or latent plus RoPE), ``scale >= 0`` and radii
-    ``r`` above the meter's per-key radius (the banded witness product, or ``lradius``): if the
-    served distribution and ``r`` admit a box certificate at level ``B`` (a grid bracketing ``1/Z``
-    whose ``box_psi`` values are at most ``B``, or a radius ``C >= r_t`` with ``tanh(C/2) <= B``)
-    then ``TV <= B``. The measured hypothesis is the certificate itself: the meter exhibits one for
-    every read row (:data:`BOXSUP_MEASURED`). No numeric side condition: ``B`` is the certificate's
-    level, so both proofs apply the library lemma to ``B`` and nothing else (Lean: the mirrors in
-    ``analytic/WitprobeAnalytic/BoxSup.lean`` and ``ClaimsLatent.lean``, whose conclusion with
-    ``B`` substituted *is* the Lean statement). The theorem's shape is ``boxsup`` or
-    ``boxsup_latent``.
+    ``r`` above the meter's per-key radius (the banded witness product, or ``lradius``): if the row
+    is admitted by the layer's data (``layer_admits rows C``: all its radii at most the cap ``C``,
+    or it fits one of the shipped rows, whose buckets bound its served masses and radii) then
+    ``TV <= B``. The kernel decides ``B``: the proof computes ``check_layer rows B = true`` by
+    ``vm_compute`` (the checker, proved sound once, recomputes each shipped row's box bound with
+    directed rounding) and ``tanh(C/2) <= B`` by ``interval``, so lowering ``B`` is rejected. The
+    rows are a ``Definition`` before the theorem (:attr:`ClaimTheorem.definitions`). Coq only.
     """
-    name = theorem_name(claim_id)
-    b = Constant("B", bound_units, f"claimed bound of {claim_id} (the layer's box bound, rounded up)")
+    b, cap = _box_constants(claim_id, bound_units, cap_units)
     if shape == "banded":
-        binders, lbinders = _BANDED_BINDERS, _L_BANDED_BINDERS
-        radius, served, tv, ltv = _BANDED_RADIUS, "(fun t => scale * bdot nb w q (k' t))", _BANDED_TV, _L_BANDED_TV
-        args = "n nb w scale q k k' r"
-        lemma, bridge, out_shape = "box_banded_claim", "Witprobe.ScoreBridge.score_bridge_banded", "boxsup"
-        module = "BoxSup"
+        binders, radius = _BANDED_BINDERS, _BANDED_RADIUS
+        served, tv = "(fun t => scale * bdot nb w q (k' t))", _BANDED_TV
+        args, lemma, module = "n nb w scale q k k' r", "box_banded_claim", "BoxSup"
+        bridge, out_shape = "Witprobe.ScoreBridge.score_bridge_banded", "boxsup"
     elif shape == "latent":
-        binders, lbinders = _LATENT_BINDERS, _L_LATENT_BINDERS
-        radius = f"lradius {_LATENT_ARGS} c c' kr kr' t"
-        served, tv, ltv = f"(lscores {_LATENT_ARGS} c' kr')", _LATENT_TV, _L_LATENT_TV
-        args = "n dn nbc nbr wc wr scale W qn qr c c' kr kr' r"
-        lemma, bridge, out_shape = ("box_latent_claim", "Witprobe.LatentBridge.latent_score_bridge_banded",
-                                    "boxsup_latent")
-        module = "ClaimsLatent"
+        binders, radius = _LATENT_BINDERS, f"lradius {_LATENT_ARGS} c c' kr kr' t"
+        served, tv = f"(lscores {_LATENT_ARGS} c' kr')", _LATENT_TV
+        args, lemma, module = "n dn nbc nbr wc wr scale W qn qr c c' kr kr' r", "box_latent_claim", "ClaimsLatent"
+        bridge, out_shape = "Witprobe.LatentBridge.latent_score_bridge_banded", "boxsup_latent"
     else:
         raise ClaimTheoremError(f"{claim_id}: no box theorem for shape {shape!r}")
-    stmt = (binders.replace(",\n  ", "\n         (r : nat -> R),\n  ")
+    head = (binders.replace(",\n  ", "\n         (r : nat -> R),\n  ")
             + "(0 < n)%nat ->\n  0 <= scale ->\n  "
-            f"(forall t, (t < n)%nat -> {radius} <= r t) ->\n  "
-            f"box_certificate n (softmax n {served}) r {b.coq} ->\n  "
-            f"{tv} <= {b.coq}")
-    lstmt = (lbinders.replace(",\n      ", "\n        (r : ℕ → ℝ),\n      ")
-             + f"0 < n →{_NL}0 ≤ scale →{_NL}"
-             f"(∀ t, t < n → {radius} ≤ r t) →{_NL}"
-             f"box_certificate n (softmax n {served}) r {b.lean} →{_NL}"
-             f"{ltv} ≤ {b.lean}")
-    proof = f"intros {args} Hn Hs Hr Hc. exact ({lemma} _ {args} Hn Hs Hr Hc)."
-    lproof = f"{lemma} {b.lean}"
-    proved = (f"Witprobe.{module}.{lemma}", "Witprobe.BoxSup.tv_le_box", "Witprobe.BoxSup.tv_lambda_split",
-              "Witprobe.BoxSup.box_psi_convex_max", bridge)
-    lproved = tuple("WitprobeAnalytic." + p.rsplit(".", 1)[1] for p in proved)
-    return ClaimTheorem(claim_id, name, "boxsup", out_shape, stmt, proof, (b,), (BOXSUP_MEASURED,), proved,
-                        lstmt, lproof, lproved, LeanSide("boxsup", Fraction(0), b.value))
+            f"(forall t, (t < n)%nat -> {radius} <= r t) ->\n  ")
+    return _box_theorem(claim_id, "boxsup", out_shape, head, served, tv, f"{args} Hn Hs Hr Hc",
+                        f"{lemma} _ {args} Hn Hs Hr", b, cap, rows_coq, BOXSUP_MEASURED,
+                        (f"Witprobe.{module}.{lemma}", bridge), realized_units)

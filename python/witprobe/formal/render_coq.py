@@ -49,14 +49,14 @@ SHAPE_IMPORTS: dict[str, tuple[str, ...]] = {
     "banded": ("ScoreBridge", "ClaimsBanded"),
     "latent": ("LatentBridge", "ClaimsLatent"),
     "evict": ("ScoreBridge", "Selection", "Eviction"),
-    "boxsup": ("ScoreBridge", "ClaimsBanded", "BoxSup"),
-    "boxsup_latent": ("LatentBridge", "ClaimsLatent", "BoxSup"),
-    "boxsup_qa": ("ScoreBridge", "LatentBridge", "BoxSup", "QueryAligned", "BoxQueryAligned"),
+    "boxsup": ("ScoreBridge", "ClaimsBanded", "BoxSup", "FloatBounds", "BoxCheck"),
+    "boxsup_latent": ("LatentBridge", "ClaimsLatent", "BoxSup", "FloatBounds", "BoxCheck"),
+    "boxsup_qa": ("ScoreBridge", "LatentBridge", "BoxSup", "QueryAligned", "BoxQueryAligned", "FloatBounds", "BoxCheck"),
     "sink": (),
     "score": (),
 }
 LIBRARY_ORDER = ("ScoreBridge", "ClaimsBanded", "LatentBridge", "ClaimsLatent", "Selection", "Eviction", "BoxSup",
-                 "QueryAligned", "BoxQueryAligned")
+                 "QueryAligned", "BoxQueryAligned", "FloatBounds", "BoxCheck")
 
 
 def render_coq(theorems: Sequence[ClaimTheorem], run_sha: str) -> str:
@@ -69,7 +69,8 @@ def render_coq(theorems: Sequence[ClaimTheorem], run_sha: str) -> str:
     needed = [m for t in theorems for m in SHAPE_IMPORTS[t.shape]]
     extra = "".join(f" {m}" for m in LIBRARY_ORDER if m in needed)
     text = template("run.v.j2").render(version=__version__, run_sha=run_sha, module=coq_module(run_sha),
-                              theorems=list(theorems), bundle=bundle, extra_imports=extra)
+                              theorems=list(theorems), bundle=bundle, extra_imports=extra,
+                              checked=any(t.definitions for t in theorems))
     bad = lint_source(text)
     if bad:
         raise ObligationError(f"rendered claim theorems contain {bad}")

@@ -197,6 +197,12 @@ def box_pool(p: torch.Tensor, c: torch.Tensor, spec: BoxSupSpec = DEFAULT_SPEC
 
 
 def box_sup_bound(p: torch.Tensor, c: torch.Tensor, spec: BoxSupSpec = DEFAULT_SPEC) -> torch.Tensor:
+    """The box bound per row (:func:`box_sup_rows` without the pooled rows)."""
+    return box_sup_rows(p, c, spec)[0]
+
+
+def box_sup_rows(p: torch.Tensor, c: torch.Tensor, spec: BoxSupSpec = DEFAULT_SPEC
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Upper bound of ``sup TV(softmax s, p')`` over ``|s_t - s'_t| <= c_t``, per row.
 
     The ``spec.heavy`` keys of largest ``p'_t`` keep their own terms, and each of the ``2**heavy``
@@ -213,7 +219,8 @@ def box_sup_bound(p: torch.Tensor, c: torch.Tensor, spec: BoxSupSpec = DEFAULT_S
 
     Returns
     -------
-    ``(...)`` float64 bounds, with the float64 allowance of the module docstring included.
+    ``(...)`` float64 bounds, with the float64 allowance of the module docstring included, and
+    the pooled rows ``mass``, ``rad`` ``(..., J)`` of :func:`box_pool` they were computed from.
     """
     if p.shape != c.shape:
         raise ValueError(f"box_sup_bound: p {tuple(p.shape)} and c {tuple(c.shape)} differ in shape")
@@ -221,13 +228,20 @@ def box_sup_bound(p: torch.Tensor, c: torch.Tensor, spec: BoxSupSpec = DEFAULT_S
     mass, rad, p2, c2 = box_pool(p, c, spec)
     centred = torch.tanh(c2.amax(-1) / 2) * (1 + 16 * U64)  # the centred theorem bounds the same supremum
     h = box_hints(mass, rad, spec.buckets, spec.intervals)
+    bound = pooled_bound(mass, h)
+    allow = bound * (2 * (mass.shape[-1] + t + 8) * U64) + 32 * U64 * (1 + h.z_hi[:, 0] / h.z_lo[:, 0])
+    out = torch.where(h.covered, torch.minimum(bound + allow, centred), centred).reshape(lead)
+    return out, mass.reshape(*lead, -1), rad.reshape(*lead, -1)
+
+
+def pooled_bound(mass: torch.Tensor, h: "BoxHints") -> torch.Tensor:
+    """``max`` over cases, intervals and both ends of ``Psi_lambda(w)`` for pooled rows ``(R, J)``
+    with their hints: the box bound in float64, before the allowance (``(R,)``)."""
     m4, u4, v4 = mass[:, None, None, :], h.up[:, None, None, :], h.vp[:, None, None, :]
     wa, wb = h.grid[:, None, :-1, None], h.grid[:, None, 1:, None]  # (R, 1, K, 1)
     psi = [torch.maximum(h.lam * ta, (1 - h.lam) * tb).sum(-1)
            for ta, tb in (_terms(m4, u4, v4, w, h.side_a, h.side_b) for w in (wa, wb))]
-    bound = torch.maximum(*psi).amax(dim=(-1, -2))
-    allow = bound * (2 * (mass.shape[-1] + t + 8) * U64) + 32 * U64 * (1 + h.z_hi[:, 0] / h.z_lo[:, 0])
-    return torch.where(h.covered, torch.minimum(bound + allow, centred), centred).reshape(lead)
+    return torch.maximum(*psi).amax(dim=(-1, -2))
 
 
 @dataclass(frozen=True)
@@ -252,16 +266,18 @@ class BoxHints:
     side_b: torch.Tensor
 
 
-def box_hints(mass: torch.Tensor, rad: torch.Tensor, buckets: int, intervals: int) -> BoxHints:
+def box_hints(mass: torch.Tensor, rad: torch.Tensor, buckets: int, intervals: int,
+              ends: tuple[torch.Tensor, torch.Tensor] | None = None) -> BoxHints:
     """Grid and lambdas for pooled rows ``mass``, ``rad`` ``(R, J)`` whose last ``J - buckets``
-    columns are heavy keys (see :func:`box_pool`)."""
+    columns are heavy keys (see :func:`box_pool`); ``ends`` ``(R, 1)`` each, when given, are the
+    grid's end points (else ``(1 -+ RANGE_MARGIN)`` over ``Z_hi`` and ``Z_lo``)."""
     m = mass.shape[-1] - buckets
     up, vp = torch.exp(rad), torch.exp(-rad)
     z_hi = (mass * up).sum(-1, keepdim=True)
     z_lo_raw = (mass * vp).sum(-1, keepdim=True)
     covered = z_lo_raw[:, 0] > Z_LO_MIN  # else 1/Z_lo is out of float64 range: the grid cannot reach it
     z_lo = z_lo_raw.clamp_min(Z_LO_MIN)
-    w_lo, w_hi = (1 - RANGE_MARGIN) / z_hi, (1 + RANGE_MARGIN) / z_lo
+    w_lo, w_hi = ((1 - RANGE_MARGIN) / z_hi, (1 + RANGE_MARGIN) / z_lo) if ends is None else ends
     frac = torch.arange(intervals + 1, dtype=torch.float64, device=mass.device) / intervals
     grid = w_lo * (w_hi / w_lo) ** frac  # (R, K+1)
     grid[:, 0], grid[:, -1] = w_lo[:, 0], w_hi[:, 0]  # the end points exactly

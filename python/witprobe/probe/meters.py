@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from witprobe.calculus.float_error import allowance
-from witprobe.probe.box_sup import BoxSupSpec, box_sup_bound
+from witprobe.probe.box_sup import BoxSupSpec, box_sup_rows
 
 VIOLATION_TOL = 1e-5
 
@@ -100,6 +100,12 @@ class ReadRows:
     qa_centred_bound: torch.Tensor | None = None
     qa_boxsup_bound: torch.Tensor | None = None
     qa_keys_beaten: torch.Tensor | None = None  # (B, H, Q) visible keys with |s - s'| > c_qa (must be 0)
+    # the pooled rows (B, H, Q, J) each box bound was computed from (witprobe.probe.box_sup.box_pool),
+    # shipped to the kernel's box checker (witprobe.probe.box_rows)
+    box_mass: torch.Tensor | None = None
+    box_rad: torch.Tensor | None = None
+    qa_box_mass: torch.Tensor | None = None
+    qa_box_rad: torch.Tensor | None = None
 
 
 def score_error(q: torch.Tensor, k: torch.Tensor, scaling: float) -> torch.Tensor:
@@ -192,13 +198,14 @@ def read_rows_from_scores(
     excess = (ps * torch.expm1(c)).sum(-1)
     zero = torch.zeros_like(c)
     err = None if score_err is None else torch.where(visible, score_err.to(torch.float64).expand_as(c), zero).amax(-1)
-    qa_c_max = qa_centred = qa_box = qa_beaten = None
+    qa_c_max = qa_centred = qa_box = qa_beaten = qa_mass = qa_rad = None
+    box, box_mass, box_rad = (None, None, None) if box_sup is None else box_sup_rows(ps, c, box_sup)
     if qa_radius is not None:
         cqa = qa_radius.to(torch.float64)
         cm = torch.where(visible, torch.minimum(c, cqa), zero)
         qa_c_max = cm.amax(-1)
         qa_centred = torch.tanh(qa_c_max / 2)
-        qa_box = None if box_sup is None else box_sup_bound(ps, cm, box_sup)
+        qa_box, qa_mass, qa_rad = (None, None, None) if box_sup is None else box_sup_rows(ps, cm, box_sup)
         gap = (s_exact.to(torch.float64) - s_served.to(torch.float64)).abs()
         qa_beaten = (visible & (gap > cqa * (1 + 1e-9) + 1e-12)).sum(-1)
     return ReadRows(
@@ -215,11 +222,15 @@ def read_rows_from_scores(
         keys=visible.sum(-1).to(torch.float64),
         p_exact=p,
         p_served=ps,
-        boxsup_bound=None if box_sup is None else box_sup_bound(ps, c, box_sup),
+        boxsup_bound=box,
         qa_c_max=qa_c_max,
         qa_centred_bound=qa_centred,
         qa_boxsup_bound=qa_box,
         qa_keys_beaten=qa_beaten,
+        box_mass=box_mass,
+        box_rad=box_rad,
+        qa_box_mass=qa_mass,
+        qa_box_rad=qa_rad,
     )
 
 

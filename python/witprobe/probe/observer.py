@@ -21,6 +21,7 @@ from torch import nn
 
 from witprobe.probe.accumulators import Accumulator
 from witprobe.probe.attention import ACTIVE
+from witprobe.probe.box_rows import BoxRowKeeper
 from witprobe.probe.box_sup import DEFAULT_SPEC as BOX_SUP_DEFAULT, BoxSupSpec
 from witprobe.probe.errors import ObserverError
 from witprobe.probe.meters import (ScoreComponent, WitnessBatch, output_rows, read_rows_from_scores,
@@ -147,6 +148,8 @@ class Observer:
         # (not padding, not after the request's end); None: every position is real
         self.padding: torch.Tensor | None = None
         self._written: dict[tuple[int, str], int] = {}  # (layer, tensor) -> entries written so far
+        # per layer and box form: the rows shipped to the kernel's box checker (witprobe.probe.box_rows)
+        self.box_rows: dict[tuple[int, str], BoxRowKeeper] = {}
 
     def set_padding(self, mask: torch.Tensor | None) -> None:
         """Meter a batch of left-padded requests: ``mask`` ``(B, prompt_len)`` (the tokenizer's
@@ -314,6 +317,7 @@ class Observer:
                                           or inputs.evict is not None):
                 raise ObserverError(f"layer {layer_idx}: padded batches are metered on dense KV layers only")
             self._fold_rows(acc, rows, keep)
+            self._offer_box_rows(layer_idx, rows, keep)
             ev = None if inputs.evict is None else self._fold_evict(acc, inputs)
             if value is not None and sinks is None and indices is None and hasattr(layer, "read_values"):
                 try:
@@ -396,6 +400,25 @@ class Observer:
             acc.fold("out_proj_row_bound", out.proj_bound)
             acc.count("rows_out_proj_beaten",
                       out.proj_err > out.proj_bound * (1 + BEATEN_REL_TOL) + BEATEN_ABS_TOL)
+
+    def _offer_box_rows(self, layer_idx: int, rows, keep: "_Keep") -> None:
+        """Offer the real rows of one chunk to the layer's box-row keepers (one per box form)."""
+        for form, bound, c_max, mass, rad in (
+                ("boxsup", rows.boxsup_bound, rows.c_max, rows.box_mass, rows.box_rad),
+                ("qa_boxsup", rows.qa_boxsup_bound, rows.qa_c_max, rows.qa_box_mass, rows.qa_box_rad)):
+            if bound is None or mass is None:
+                continue
+            sel = torch.ones_like(bound, dtype=torch.bool) if keep.rows is None else \
+                keep.rows.unsqueeze(1).expand_as(bound)
+            self.box_rows.setdefault((layer_idx, form), BoxRowKeeper()).offer(
+                bound[sel], c_max[sel], mass[sel], rad[sel])
+
+    def box_row_records(self) -> dict[str, dict[str, dict]]:
+        """The shipped-row records, ``{layer: {form: record}}`` (``run.json``'s ``box_rows``)."""
+        out: dict[str, dict[str, dict]] = {}
+        for (layer, form), keeper in sorted(self.box_rows.items()):
+            out.setdefault(str(layer), {})[form] = keeper.record()
+        return out
 
     @staticmethod
     def _fold_rows(acc: Accumulator, rows, keep: "_Keep | None" = None) -> None:

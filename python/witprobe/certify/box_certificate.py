@@ -1,0 +1,124 @@
+"""A layer's box certificate data: what the per-run box theorem hands the kernel's checker.
+
+The checker (``coq/Witprobe/BoxCheck.v``, ``check_layer``) decides ``TV <= B`` for a layer from:
+
+- the **cap** ``C``: every row not shipped has all its radii at most ``C``, and the kernel proves
+  ``tanh(C/2) <= B`` (``interval``). ``C`` is the largest ``c_max`` of the rows the meter did
+  not keep (``run.json`` ``box_rows.dropped_c_max``), times ``1 + 2**-30`` (the radius margin of
+  :mod:`witprobe.probe.box_sup`), rounded up to units of ``2**-48``;
+- the **shipped rows** (``box_rows.rows``), each as binary64 literals (:func:`row_literal`):
+  the trusted, measured part is per bucket ``U_j >= e^{r_t}`` for its keys and ``[lo_j, hi_j]``
+  around its served mass; the untrusted hints are the grid and the lambdas.
+
+Trust boundary (``docs/TRUST_BOUNDARY.md`` 3.7): a recorded bucket mass ``m`` is a float64 sum of
+at most ``T`` float64 probabilities whose own relative error is ``boxsup_rel`` (the centre's error,
+:func:`witprobe.calculus.float_error.boxsup_rel`); so the real mass lies in
+``m (1 -+ (rel + gamma_T))``, ``gamma_T = T u / (1 - T u)``, rounded outward. A recorded radius is
+already ``c_t (1 + 2**-30)``, which dominates ``c_t``'s float64 error; ``U = e^{radius}`` is rounded
+up with ``exp``'s relative error (assumption A1, ``4u``) and one more ulp. Everything else the
+kernel computes itself, with directed rounding.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import torch
+
+from witprobe.calculus import rounding
+from witprobe.certify.run_record import BoxRow, BoxRows
+from witprobe.probe.box_sup import RADIUS_MARGIN, box_hints
+
+U64 = 2.0 ** -53
+EXP_REL = 4 * U64  # assumption A1: exp's relative error
+GRID_MARGIN = 2.0 ** -30  # the grid's ends lie this far outside [1/Zhi, 1/Zlo]
+
+
+class BoxDataError(ValueError):
+    """The recorded rows cannot be turned into checker data (the message names the row)."""
+
+
+@dataclass(frozen=True)
+class BoxLayerData:
+    """One layer's checker data: the Coq literal of its shipped rows and its cap ``C``.
+
+    ``rows_coq``: a Coq term of type ``list row``; ``cap_units``: ``C`` in units of ``2**-48``;
+    ``shipped`` rows of ``seen``; ``literals``: the binary64 literals of ``rows_coq``.
+    """
+
+    rows_coq: str
+    cap_units: int
+    shipped: int
+    seen: int
+    literals: int
+
+
+def _hex(x: float) -> str:
+    """A binary64 literal Coq's ``float_scope`` reads exactly."""
+    if not math.isfinite(x) or x < 0:
+        raise BoxDataError(f"box data: {x!r} is not a finite nonnegative float")
+    return float.hex(x) + "%float"
+
+
+def exp_up(x: float) -> float:
+    """A float at least ``e^x`` (A1: ``exp`` within ``4u``; one more ulp for the product)."""
+    return math.nextafter(math.exp(x) * (1 + 2 * EXP_REL), math.inf)
+
+
+def mass_interval(m: float, rel: float) -> tuple[float, float]:
+    """``[lo, hi]`` around a recorded mass ``m`` with relative error at most ``rel``."""
+    lo = math.nextafter(m * (1 - rel), 0.0) if m > 0 else 0.0
+    hi = math.nextafter(m * (1 + rel), math.inf) if m > 0 else 0.0
+    return max(lo, 0.0), hi
+
+
+def row_literal(row: BoxRow, rel: float, where: str) -> tuple[str, int]:
+    """The Coq ``row`` literal of one shipped row, and its number of float literals."""
+    pooled = [row.heavy] + row.buckets
+    for j, pair in enumerate(pooled):
+        if len(pair) != 2 or not all(isinstance(v, float) and math.isfinite(v) and v >= 0 for v in pair):
+            raise BoxDataError(f"{where}: bucket {j} must be [mass, radius], finite and nonnegative, got {pair!r}")
+    u = [exp_up(r) for _, r in pooled]
+    bounds = [mass_interval(m, rel) for m, _ in pooled]
+    lo, hi = [b[0] for b in bounds], [b[1] for b in bounds]
+    zh = math.fsum(h * uj for h, uj in zip(hi, u)) * (1 + 2.0 ** -40)
+    zl = math.fsum(lw / uj for lw, uj in zip(lo, u)) * (1 - 2.0 ** -40)
+    if not zl > 0:
+        raise BoxDataError(f"{where}: the row's served mass has no positive lower bound")
+    ends = (torch.tensor([[(1 - GRID_MARGIN) / zh]], dtype=torch.float64),
+            torch.tensor([[(1 + GRID_MARGIN) / zl]], dtype=torch.float64))
+    # the hints (grid, lambdas) from the upper masses, heavy key last as box_hints expects
+    mass_t = torch.tensor([hi[1:] + hi[:1]], dtype=torch.float64)
+    rad_t = torch.tensor([[math.log(x) for x in u[1:] + u[:1]]], dtype=torch.float64)
+    h = box_hints(mass_t, rad_t, len(pooled) - 1, row.intervals, ends)
+    grid = [float(x) for x in h.grid[0]]
+    lam_down = [min(max(float(x), 0.0), 1.0) for x in h.lam[0, 0, :, 0]]
+    lam_up = [min(max(float(x), 0.0), 1.0) for x in h.lam[0, 1, :, 0]]
+
+    def bucket(j: int) -> str:
+        return f"Bucket {_hex(u[j])} {_hex(lo[j])} {_hex(hi[j])}"
+
+    text = (f"Row ({bucket(0)}) [{'; '.join(bucket(j) for j in range(1, len(pooled)))}]\n    "
+            f"[{'; '.join(map(_hex, grid))}]\n    [{'; '.join(map(_hex, lam_up))}] [{'; '.join(map(_hex, lam_down))}]")
+    return text, 3 * len(pooled) + len(grid) + len(lam_up) + len(lam_down)
+
+
+def layer_data(rows: BoxRows, rel: Fraction, keys: int, where: str) -> BoxLayerData:
+    """The checker data of a layer's recorded rows (``rel``: the centre's relative error; ``keys``:
+    the most keys a row sees, for ``gamma_T``)."""
+    if not math.isfinite(rows.dropped_c_max) or rows.dropped_c_max < 0:
+        raise BoxDataError(f"{where}.dropped_c_max: {rows.dropped_c_max!r} is not a finite nonnegative radius")
+    tu = keys * U64
+    if not tu < 0.5:
+        raise BoxDataError(f"{where}: {keys} keys are too many for the float64 mass analysis")
+    rel_f = math.nextafter(float(rel) + tu / (1 - tu), math.inf) * (1 + 2.0 ** -40)
+    parts, literals = [], 0
+    for i, row in enumerate(rows.rows):
+        text, n = row_literal(row, rel_f, f"{where}.rows[{i}]")
+        parts.append(text)
+        literals += n
+    cap = rounding.up(rows.dropped_c_max) * (1 + Fraction(RADIUS_MARGIN)) if rows.dropped_c_max > 0 else Fraction(0)
+    return BoxLayerData("[" + ";\n  ".join(parts) + "]", rounding.to_units_up(cap), len(rows.rows), rows.rows_seen,
+                        literals)
