@@ -131,9 +131,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from witprobe.certify.progress import Progress
     from witprobe.certify.report import print_summary, print_table
     from witprobe.formal import lean_runner
-    from witprobe.models.zoo import ModelError, check_model_ref, load_model
+    from witprobe.models.loaded import ModelError
+    from witprobe.models.zoo import check_model_ref, load_model
 
-    from witprobe.certify.prompts import read_prompts
+    from witprobe.models.prompts import read_prompts
 
     if args.quiet:
         quiet_third_party()
@@ -265,7 +266,7 @@ def _cmd_doctor(_: argparse.Namespace) -> int:
     import torch
     import transformers
 
-    from witprobe import __version__
+    from witprobe.version import __version__
     from witprobe.formal import lean_runner
 
     tc, why = lean_runner.find_toolchain()

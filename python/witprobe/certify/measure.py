@@ -16,16 +16,17 @@ from typing import Any
 
 import torch
 
-from witprobe import __version__
+from witprobe.version import __version__
 from witprobe.calculus import rounding
 from witprobe.calculus.opnorm import OpNormBound, spectral_norm_upper
 from witprobe.certify.progress import Progress, TokenProgress
 from witprobe.kinds.registry import KINDS
-from witprobe.certify.prompts import Prompt, encode, is_valid
+from witprobe.models.prompts import Prompt, encode, is_valid
 from witprobe.memory.codecs import EVICT, WHOLE_SEQUENCE, Codec, CodecError, make_codec
-from witprobe.models.zoo import MODELS, LoadedModel
+from witprobe.models.loaded import LoadedModel
+from witprobe.models.zoo import MODELS
 from witprobe.probe.box_sup import DEFAULT_SPEC as BOX_SUP_DEFAULT
-from witprobe.probe.layouts import layer_kinds, text_config, witness_cache_for
+from witprobe.kinds.layouts import layer_kinds, text_config, witness_cache_for
 from witprobe.probe.attention import ATTN_IMPLEMENTATION
 from witprobe.probe.observer import Observer
 from witprobe.certify.run_record import RUN_SCHEMA, RunRecord, parse_run
@@ -167,7 +168,7 @@ def check_compatible(cfg: MeasureConfig, loaded: LoadedModel) -> None:
     limit = absolute_positions(mc)
     if limit is not None:  # learned absolute positions: no position beyond the table exists
         for i, prompt in enumerate(cfg.prompts):
-            n = int(_encode(loaded.tokenizer, prompt)["input_ids"].shape[1])
+            n = int(encode(loaded.tokenizer, prompt)["input_ids"].shape[1])
             if n + cfg.max_new_tokens > limit:
                 raise ValueError(f"prompt {i + 1} ({n} tokens) plus --max-new-tokens {cfg.max_new_tokens} exceeds the "
                                  f"{limit} absolute positions of {cfg.model}")
@@ -190,10 +191,6 @@ def environment() -> dict[str, str]:
         "transformers": transformers.__version__,
         "platform": platform.platform(),
     }
-
-
-def _encode(tokenizer: Any, prompt: Prompt) -> dict[str, torch.Tensor]:
-    return encode(tokenizer, prompt)
 
 
 def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None = None,
@@ -378,7 +375,7 @@ def _generate_batch(loaded: LoadedModel, cfg: MeasureConfig, codec: Codec, obser
     model, tok = loaded.model, loaded.tokenizer
     mc = text_config(model.config)
     pad = tok.eos_token_id if tok.pad_token_id is None else tok.pad_token_id
-    encoded = [_encode(tok, cfg.prompts[i]) for i in indices]
+    encoded = [encode(tok, cfg.prompts[i]) for i in indices]
     width = max(int(e["input_ids"].shape[1]) for e in encoded)
     ids = torch.full((len(indices), width), pad, dtype=encoded[0]["input_ids"].dtype)
     attn = torch.zeros((len(indices), width), dtype=torch.long)
@@ -426,7 +423,7 @@ def _generate_all(loaded: LoadedModel, cfg: MeasureConfig, codec: Codec, observe
         return requests
     for i, prompt in enumerate(cfg.prompts):
         label = f"request {i + 1}/{len(cfg.prompts)}"
-        inputs = _encode(tok, prompt)
+        inputs = encode(tok, prompt)
         n_prompt = int(inputs["input_ids"].shape[1])
         cache = observer.attach(witness_cache_for(mc, codec, cfg.bands, cfg.compress_values, observer, model=model))
         with torch.no_grad(), observer.active():
