@@ -148,7 +148,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         box_sup=args.box_sup == "on", query_aligned=args.query_aligned,
     )
     try:
-        cfg.validate()
+        codec = cfg.validate()
         check_model_ref(args.model)
     except (ValueError, ModelError) as e:
         raise UsageError(str(e)) from None
@@ -168,11 +168,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     progress.info(f"loading model {args.model}")
     try:
         loaded = load_model(args.model)
-        check_compatible(cfg, loaded)
+        check_compatible(cfg, loaded, codec)
     except (ModelError, ValueError) as e:
         raise UsageError(str(e)) from None
     progress.info(f"measuring {len(cfg.prompts)} requests with {cfg.codec} ({cfg.bands} bands)")
-    run = measure(loaded, cfg, progress)
+    run = measure(loaded, cfg, progress, codec=codec)
     kernels = [k for k, m in (("Coq", args.coq), ("Lean", args.lean)) if m != "off"]
     progress.info("deriving claims, rendering theorems" + (f", checking with {' and '.join(kernels)}" if kernels else ""))
     produced = write_run_dir(run, out, args.lean, force=args.force, coq_mode=args.coq)

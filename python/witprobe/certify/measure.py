@@ -67,8 +67,13 @@ class MeasureConfig:
     box_sup: bool = True  # meter the empirical box-sup TV bound (most of the metering time of long contexts)
     query_aligned: int = 0  # rank of the query-aligned witness (0: off); calibrated on CALIBRATION_PROMPTS
 
-    def validate(self) -> None:
-        make_codec(self.codec, self.bands)  # raises CodecError naming the problem
+    def validate(self) -> Codec:
+        """Check the configuration; return the codec it names, built here once (pass it on).
+
+        Raises ``ValueError`` naming the problem (:class:`~witprobe.memory.codecs.CodecError` for
+        the codec).
+        """
+        codec = make_codec(self.codec, self.bands)
         tol = self.e2e_tv_tolerance
         if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol <= 1:
             raise ValueError(f"the end-to-end TV tolerance must be a number in [0, 1], got {tol!r}")
@@ -85,10 +90,11 @@ class MeasureConfig:
             raise ValueError(f"the query-aligned rank must be an integer >= 0 (0: off), got {qa!r}")
         if qa and not self.box_sup:
             raise ValueError("the query-aligned witness needs the box meter: --query-aligned with --box-sup off")
-        if qa and make_codec(self.codec, self.bands).scope == EVICT:
+        if qa and codec.scope == EVICT:
             raise ValueError(f"the query-aligned witness bounds stored-key error; codec {self.codec!r} evicts instead")
         if qa and set(CALIBRATION_PROMPTS) & {p for p in self.prompts if isinstance(p, str)}:
             raise ValueError("a measured prompt repeats a query-aligned calibration prompt; measure other prompts")
+        return codec
 
 
 # id(weight) -> (weak reference to the weight, its version, bound); tensors cannot be dict keys by
@@ -131,11 +137,11 @@ def head_dim_of(config: Any) -> int:
     return getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
 
 
-def check_compatible(cfg: MeasureConfig, loaded: LoadedModel) -> None:
-    """Raise ``ValueError`` naming the problem if the codec cannot apply to this model's entries."""
+def check_compatible(cfg: MeasureConfig, loaded: LoadedModel, codec: Codec) -> None:
+    """Raise ``ValueError`` naming the problem if ``codec`` (what ``cfg.validate()`` returned) cannot
+    apply to this model's entries, or ``cfg`` to this model."""
     mc = text_config(loaded.model.config)
     kinds = set(layer_kinds(mc))
-    codec = make_codec(cfg.codec, cfg.bands)
     if cfg.batch > 1:  # left padding is metered by the dense-KV read and per-entry write meters only
         if kinds != {"dense_kv"}:
             raise ValueError(f"--batch {cfg.batch} needs dense KV layers only; {cfg.model} has "
@@ -194,7 +200,7 @@ def environment() -> dict[str, str]:
 
 
 def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None = None,
-            query_basis: QueryBasis | None = None) -> RunRecord:
+            query_basis: QueryBasis | None = None, *, codec: Codec | None = None) -> RunRecord:
     """Run every prompt through the witness cache; return the run record (stored as run.json).
 
     The record is built from the meters' readback and checked against its types
@@ -207,9 +213,15 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
     bases calibrated elsewhere instead (``cfg.query_aligned`` must then be 0 or their rank). Either
     way the dense-KV reads also record the query-aligned forms and ``config.query_aligned`` records
     the calibration.
+
+    ``codec`` is the codec ``cfg.validate()`` returned, passed on by a caller that has already
+    validated ``cfg`` and checked it against ``loaded`` (:func:`check_compatible`), as the command
+    line does before measuring; without it both happen here. Either way the codec is built once
+    per run.
     """
-    cfg.validate()
-    check_compatible(cfg, loaded)
+    if codec is None:
+        codec = cfg.validate()
+        check_compatible(cfg, loaded, codec)
     progress = progress or Progress(quiet=True)
     model, tok = loaded.model, loaded.tokenizer
     mc = text_config(model.config)
@@ -221,7 +233,6 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
         query_basis = calibrate(loaded, CALIBRATION_PROMPTS, cfg.query_aligned, layers=dense)
     elif query_basis is not None and cfg.query_aligned not in (0, query_basis.rank):
         raise QueryAlignedError(f"query_basis has rank {query_basis.rank}, the config asks for {cfg.query_aligned}")
-    codec = make_codec(cfg.codec, cfg.bands)
     model.set_attn_implementation(ATTN_IMPLEMENTATION)
     observer = Observer(num_layers, query_basis=query_basis, box_sup=BOX_SUP_DEFAULT if cfg.box_sup else None)
     projections = output_projections(model, kinds)
