@@ -377,7 +377,7 @@ class _BatchStreamer:
         self.observer.extend_padding(self.alive)
 
     def end(self) -> None:
-        pass
+        self.progress.end()
 
 
 def _generate_batch(loaded: LoadedModel, cfg: MeasureConfig, codec: Codec, observer: Observer, progress: Progress,
