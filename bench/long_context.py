@@ -77,10 +77,10 @@ def vm_status() -> dict[str, int]:
 
 
 def build_prompt(tok: Any, n_tokens: int) -> str:
-    """A one-line prompt whose certify encoding (:func:`witprobe.certify.prompts.encode`) has exactly
+    """A one-line prompt whose certify encoding (:func:`witprobe.models.prompts.encode`) has exactly
     ``n_tokens`` tokens: ``BASE_TEXT`` repeated, cut after ``k`` tokens, with ``k`` adjusted until
     the encoded length (template included) matches. Deterministic for a given tokenizer."""
-    from witprobe.certify.prompts import encode
+    from witprobe.models.prompts import encode
 
     ids = tok(BASE_TEXT * (n_tokens // 20 + 8), add_special_tokens=False)["input_ids"]
     overhead = int(encode(tok, "x")["input_ids"].shape[1]) - 1
@@ -134,7 +134,7 @@ def child(mode: str, context: int, new_tokens: int, codec: str) -> dict[str, Any
 
     torch.set_num_threads(int(os.environ.get("LONGCTX_THREADS", "2")))
     t0 = time.perf_counter()
-    from witprobe.certify.prompts import encode
+    from witprobe.models.prompts import encode
     from witprobe.models.smollm2 import load_smollm2
 
     start_heartbeat(mode, context)

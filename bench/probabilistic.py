@@ -74,7 +74,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import torch  # noqa: E402
 
 from witprobe.certify.measure import DEFAULT_PROMPTS  # noqa: E402
-from witprobe.certify.prompts import encode  # noqa: E402
+from witprobe.models.prompts import encode  # noqa: E402
 from witprobe.ledger.budget import telescoping_delta  # noqa: E402
 from witprobe.memory.counter_rng import stream_key  # noqa: E402
 from witprobe.memory.sr_grid import sr_round_grid  # noqa: E402

@@ -16,7 +16,7 @@ import torch
 
 from witprobe.kernels._common import check_device, next_pow2, round_half_even_f64, tl, triton
 from witprobe.probe.accumulators import StatBlock
-from witprobe.probe.band_meter import SCALE_FLOOR, BandMeterSpec, MeterError
+from witprobe.probe.band_spec import SCALE_FLOOR, BandMeterSpec, MeterError
 
 MAX_QUANTIZERS = 2
 BLOCK_ROWS = 16

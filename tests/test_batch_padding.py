@@ -131,4 +131,5 @@ def test_batch_refused_for_a_sequence_codec(tiny):
     seq = sorted(n for n in CODECS if make_codec(n, 4).scope == SEQUENCE)
     assert seq
     with pytest.raises(ValueError, match="per-entry codec"):
-        check_compatible(MeasureConfig(codec=seq[0], prompts=PROMPTS, batch=2), tiny)
+        cfg = MeasureConfig(codec=seq[0], prompts=PROMPTS, batch=2)
+        check_compatible(cfg, tiny, cfg.validate())

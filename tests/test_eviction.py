@@ -23,7 +23,7 @@ from witprobe.memory.codecs import (CODECS, EVICT, CodecError, EvictionCodec, He
                                     SnapKVPolicy, make_codec)
 from witprobe.models.zoo import load_model
 from witprobe.probe import witness_cache
-from witprobe.probe.layouts import text_config, witness_cache_for
+from witprobe.kinds.layouts import text_config, witness_cache_for
 from witprobe.probe.attention import ATTN_IMPLEMENTATION
 from witprobe.probe.observer import Observer
 

@@ -21,7 +21,7 @@ from witprobe.kinds.base import MEMORY_CLASSES, MemoryKind
 from witprobe.kinds.registry import KINDS, RegistryError, register, unregister
 from witprobe.memory.codecs import make_codec
 from witprobe.models.zoo import MODELS
-from witprobe.probe.layouts import LayoutError, layer_kinds, witness_cache_for
+from witprobe.kinds.layouts import LayoutError, layer_kinds, witness_cache_for
 from witprobe.probe.attention import witprobe_attention
 from witprobe.probe.observer import Observer
 from witprobe.self_checks import lookup

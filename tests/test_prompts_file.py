@@ -9,7 +9,7 @@ from contextlib import redirect_stdout
 import pytest
 
 from witprobe.certify.cli import main
-from witprobe.certify.prompts import encode, read_prompts
+from witprobe.models.prompts import encode, read_prompts
 from witprobe.cliutil import InputError
 
 CHAT = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Name a sea."}]

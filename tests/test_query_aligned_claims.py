@@ -157,8 +157,9 @@ def test_bad_query_aligned_configs_are_refused(change, message):
 
 
 def test_a_rank_above_the_head_dimension_is_refused_in_one_line(tiny, tmp_path):
+    cfg = MeasureConfig(model="qwen3", prompts=MEASURED, query_aligned=10_000)
     with pytest.raises(ValueError, match="exceeds the head dimension"):
-        check_compatible(MeasureConfig(model="qwen3", prompts=MEASURED, query_aligned=10_000), tiny)
+        check_compatible(cfg, tiny, cfg.validate())
     out = subprocess.run([sys.executable, "-m", "witprobe.certify", "run", "--model", "qwen3", "--query-aligned",
                           "10000", "--out", str(tmp_path / "r"), "--quiet"], capture_output=True, text=True)
     assert out.returncode == 2 and "exceeds the head dimension" in out.stderr

@@ -12,7 +12,7 @@ Layers (see ``ARCHITECTURE.md``):
 - :mod:`witprobe.certify`: the ``python -m witprobe.certify`` command line and pipeline.
 """
 
-__version__ = "0.1.0"
+from witprobe.version import __version__  # noqa: F401  (re-exported: ``witprobe.__version__``)
 
 
 def __getattr__(name: str):  # lazy: ``import witprobe`` stays light (the gate needs no torch)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from witprobe.memory.codecs import make_codec
-from witprobe.probe.layouts import text_config, witness_cache_for
+from witprobe.kinds.layouts import text_config, witness_cache_for
 from witprobe.probe.attention import ATTN_IMPLEMENTATION
 from witprobe.probe.errors import ObserverError
 from witprobe.probe.observer import Observer

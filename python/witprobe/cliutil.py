@@ -61,7 +61,7 @@ def check_writable(out: Path) -> None:
 
 
 def version_text(prog: str) -> str:
-    from witprobe import __version__
+    from witprobe.version import __version__
 
     return f"{prog} (witprobe {__version__})"
 

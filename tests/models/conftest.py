@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from witprobe.models.zoo import LoadedModel, load_model
+from witprobe.models.loaded import LoadedModel
+from witprobe.models.zoo import load_model
 
 
 TINY = ("qwen3", "mla", "mla-dsa", "v4", "kda")

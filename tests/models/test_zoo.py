@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from witprobe.models.tiny import CONFIGS, build_tiny
-from witprobe.models.zoo import MEMORY_CLASSES, MODELS, ModelError, ModelSpec, load_model
+from witprobe.models.loaded import ModelError
+from witprobe.models.zoo import MEMORY_CLASSES, MODELS, ModelSpec, load_model
 
 TINY = ("qwen3", "mla", "mla-dsa", "v4", "kda")
 

@@ -12,9 +12,9 @@ from witprobe.calculus.chains import ReadMaxima, read_chain
 from witprobe.calculus.contracts import Chain, MetricMismatch
 from witprobe.certify.derive import derive
 from witprobe.certify.measure import MeasureConfig, measure
-from witprobe.models.zoo import LoadedModel
+from witprobe.models.loaded import LoadedModel
 from witprobe.probe.latent import LatentShapeError, WitnessLatentLayer
-from witprobe.probe.layouts import layer_kinds
+from witprobe.kinds.layouts import layer_kinds
 from witprobe.probe.observer import Observer
 
 

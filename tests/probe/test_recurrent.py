@@ -9,8 +9,8 @@ import torch
 
 from witprobe.certify.derive import derive
 from witprobe.certify.measure import MeasureConfig, measure
-from witprobe.models.zoo import LoadedModel
-from witprobe.probe.layouts import layer_kinds
+from witprobe.models.loaded import LoadedModel
+from witprobe.kinds.layouts import layer_kinds
 from witprobe.probe.recurrent import WitnessRecurrentLayer
 
 

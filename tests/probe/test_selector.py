@@ -13,8 +13,8 @@ from witprobe.calculus.contracts import Chain, MetricMismatch, parallel
 from witprobe.calculus.tiers import Tier
 from witprobe.certify.derive import derive
 from witprobe.certify.measure import MeasureConfig, measure
-from witprobe.models.zoo import LoadedModel
-from witprobe.probe.layouts import layer_kinds
+from witprobe.models.loaded import LoadedModel
+from witprobe.kinds.layouts import layer_kinds
 from witprobe.probe.selector import selection_rows
 
 

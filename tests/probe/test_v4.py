@@ -10,7 +10,7 @@ import pytest
 from witprobe.certify.derive import derive
 from witprobe.certify.measure import DEFAULT_PROMPTS, MeasureConfig, measure
 from witprobe.models.zoo import load_model
-from witprobe.probe.layouts import layer_kinds
+from witprobe.kinds.layouts import layer_kinds
 
 
 @pytest.fixture(scope="module")

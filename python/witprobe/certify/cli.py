@@ -131,9 +131,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from witprobe.certify.progress import Progress
     from witprobe.certify.report import print_summary, print_table
     from witprobe.formal import lean_runner
-    from witprobe.models.zoo import ModelError, check_model_ref, load_model
+    from witprobe.models.loaded import ModelError
+    from witprobe.models.zoo import check_model_ref, load_model
 
-    from witprobe.certify.prompts import read_prompts
+    from witprobe.models.prompts import read_prompts
 
     if args.quiet:
         quiet_third_party()
@@ -147,7 +148,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         box_sup=args.box_sup == "on", query_aligned=args.query_aligned,
     )
     try:
-        cfg.validate()
+        codec = cfg.validate()
         check_model_ref(args.model)
     except (ValueError, ModelError) as e:
         raise UsageError(str(e)) from None
@@ -167,11 +168,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     progress.info(f"loading model {args.model}")
     try:
         loaded = load_model(args.model)
-        check_compatible(cfg, loaded)
+        check_compatible(cfg, loaded, codec)
     except (ModelError, ValueError) as e:
         raise UsageError(str(e)) from None
     progress.info(f"measuring {len(cfg.prompts)} requests with {cfg.codec} ({cfg.bands} bands)")
-    run = measure(loaded, cfg, progress)
+    run = measure(loaded, cfg, progress, codec=codec)
     kernels = [k for k, m in (("Coq", args.coq), ("Lean", args.lean)) if m != "off"]
     progress.info("deriving claims, rendering theorems" + (f", checking with {' and '.join(kernels)}" if kernels else ""))
     produced = write_run_dir(run, out, args.lean, force=args.force, coq_mode=args.coq)
@@ -265,7 +266,7 @@ def _cmd_doctor(_: argparse.Namespace) -> int:
     import torch
     import transformers
 
-    from witprobe import __version__
+    from witprobe.version import __version__
     from witprobe.formal import lean_runner
 
     tc, why = lean_runner.find_toolchain()

@@ -339,7 +339,7 @@ def _read_cert(cert: dict[str, Any]) -> dict[str, Any]:
 
 def load_report(directory: Path) -> Report:
     """Read and validate ``run.json`` and ``certificate.json`` of ``directory`` (see the module docstring)."""
-    from witprobe import __version__
+    from witprobe.version import __version__
 
     d = Path(directory)
     if not d.is_dir():

@@ -16,16 +16,17 @@ from typing import Any
 
 import torch
 
-from witprobe import __version__
+from witprobe.version import __version__
 from witprobe.calculus import rounding
 from witprobe.calculus.opnorm import OpNormBound, spectral_norm_upper
 from witprobe.certify.progress import Progress, TokenProgress
 from witprobe.kinds.registry import KINDS
-from witprobe.certify.prompts import Prompt, encode, is_valid
+from witprobe.models.prompts import Prompt, encode, is_valid
 from witprobe.memory.codecs import EVICT, WHOLE_SEQUENCE, Codec, CodecError, make_codec
-from witprobe.models.zoo import MODELS, LoadedModel
+from witprobe.models.loaded import LoadedModel
+from witprobe.models.zoo import MODELS
 from witprobe.probe.box_sup import DEFAULT_SPEC as BOX_SUP_DEFAULT
-from witprobe.probe.layouts import layer_kinds, text_config, witness_cache_for
+from witprobe.kinds.layouts import layer_kinds, text_config, witness_cache_for
 from witprobe.probe.attention import ATTN_IMPLEMENTATION
 from witprobe.probe.observer import Observer
 from witprobe.certify.run_record import RUN_SCHEMA, RunRecord, parse_run
@@ -66,8 +67,13 @@ class MeasureConfig:
     box_sup: bool = True  # meter the empirical box-sup TV bound (most of the metering time of long contexts)
     query_aligned: int = 0  # rank of the query-aligned witness (0: off); calibrated on CALIBRATION_PROMPTS
 
-    def validate(self) -> None:
-        make_codec(self.codec, self.bands)  # raises CodecError naming the problem
+    def validate(self) -> Codec:
+        """Check the configuration; return the codec it names, built here once (pass it on).
+
+        Raises ``ValueError`` naming the problem (:class:`~witprobe.memory.codecs.CodecError` for
+        the codec).
+        """
+        codec = make_codec(self.codec, self.bands)
         tol = self.e2e_tv_tolerance
         if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol <= 1:
             raise ValueError(f"the end-to-end TV tolerance must be a number in [0, 1], got {tol!r}")
@@ -84,10 +90,11 @@ class MeasureConfig:
             raise ValueError(f"the query-aligned rank must be an integer >= 0 (0: off), got {qa!r}")
         if qa and not self.box_sup:
             raise ValueError("the query-aligned witness needs the box meter: --query-aligned with --box-sup off")
-        if qa and make_codec(self.codec, self.bands).scope == EVICT:
+        if qa and codec.scope == EVICT:
             raise ValueError(f"the query-aligned witness bounds stored-key error; codec {self.codec!r} evicts instead")
         if qa and set(CALIBRATION_PROMPTS) & {p for p in self.prompts if isinstance(p, str)}:
             raise ValueError("a measured prompt repeats a query-aligned calibration prompt; measure other prompts")
+        return codec
 
 
 # id(weight) -> (weak reference to the weight, its version, bound); tensors cannot be dict keys by
@@ -130,11 +137,11 @@ def head_dim_of(config: Any) -> int:
     return getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
 
 
-def check_compatible(cfg: MeasureConfig, loaded: LoadedModel) -> None:
-    """Raise ``ValueError`` naming the problem if the codec cannot apply to this model's entries."""
+def check_compatible(cfg: MeasureConfig, loaded: LoadedModel, codec: Codec) -> None:
+    """Raise ``ValueError`` naming the problem if ``codec`` (what ``cfg.validate()`` returned) cannot
+    apply to this model's entries, or ``cfg`` to this model."""
     mc = text_config(loaded.model.config)
     kinds = set(layer_kinds(mc))
-    codec = make_codec(cfg.codec, cfg.bands)
     if cfg.batch > 1:  # left padding is metered by the dense-KV read and per-entry write meters only
         if kinds != {"dense_kv"}:
             raise ValueError(f"--batch {cfg.batch} needs dense KV layers only; {cfg.model} has "
@@ -167,7 +174,7 @@ def check_compatible(cfg: MeasureConfig, loaded: LoadedModel) -> None:
     limit = absolute_positions(mc)
     if limit is not None:  # learned absolute positions: no position beyond the table exists
         for i, prompt in enumerate(cfg.prompts):
-            n = int(_encode(loaded.tokenizer, prompt)["input_ids"].shape[1])
+            n = int(encode(loaded.tokenizer, prompt)["input_ids"].shape[1])
             if n + cfg.max_new_tokens > limit:
                 raise ValueError(f"prompt {i + 1} ({n} tokens) plus --max-new-tokens {cfg.max_new_tokens} exceeds the "
                                  f"{limit} absolute positions of {cfg.model}")
@@ -192,12 +199,8 @@ def environment() -> dict[str, str]:
     }
 
 
-def _encode(tokenizer: Any, prompt: Prompt) -> dict[str, torch.Tensor]:
-    return encode(tokenizer, prompt)
-
-
 def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None = None,
-            query_basis: QueryBasis | None = None) -> RunRecord:
+            query_basis: QueryBasis | None = None, *, codec: Codec | None = None) -> RunRecord:
     """Run every prompt through the witness cache; return the run record (stored as run.json).
 
     The record is built from the meters' readback and checked against its types
@@ -210,9 +213,15 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
     bases calibrated elsewhere instead (``cfg.query_aligned`` must then be 0 or their rank). Either
     way the dense-KV reads also record the query-aligned forms and ``config.query_aligned`` records
     the calibration.
+
+    ``codec`` is the codec ``cfg.validate()`` returned, passed on by a caller that has already
+    validated ``cfg`` and checked it against ``loaded`` (:func:`check_compatible`), as the command
+    line does before measuring; without it both happen here. Either way the codec is built once
+    per run.
     """
-    cfg.validate()
-    check_compatible(cfg, loaded)
+    if codec is None:
+        codec = cfg.validate()
+        check_compatible(cfg, loaded, codec)
     progress = progress or Progress(quiet=True)
     model, tok = loaded.model, loaded.tokenizer
     mc = text_config(model.config)
@@ -224,7 +233,6 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
         query_basis = calibrate(loaded, CALIBRATION_PROMPTS, cfg.query_aligned, layers=dense)
     elif query_basis is not None and cfg.query_aligned not in (0, query_basis.rank):
         raise QueryAlignedError(f"query_basis has rank {query_basis.rank}, the config asks for {cfg.query_aligned}")
-    codec = make_codec(cfg.codec, cfg.bands)
     model.set_attn_implementation(ATTN_IMPLEMENTATION)
     observer = Observer(num_layers, query_basis=query_basis, box_sup=BOX_SUP_DEFAULT if cfg.box_sup else None)
     projections = output_projections(model, kinds)
@@ -371,7 +379,7 @@ class _BatchStreamer:
         self.observer.extend_padding(self.alive)
 
     def end(self) -> None:
-        pass
+        self.progress.end()
 
 
 def _generate_batch(loaded: LoadedModel, cfg: MeasureConfig, codec: Codec, observer: Observer, progress: Progress,
@@ -380,7 +388,7 @@ def _generate_batch(loaded: LoadedModel, cfg: MeasureConfig, codec: Codec, obser
     model, tok = loaded.model, loaded.tokenizer
     mc = text_config(model.config)
     pad = tok.eos_token_id if tok.pad_token_id is None else tok.pad_token_id
-    encoded = [_encode(tok, cfg.prompts[i]) for i in indices]
+    encoded = [encode(tok, cfg.prompts[i]) for i in indices]
     width = max(int(e["input_ids"].shape[1]) for e in encoded)
     ids = torch.full((len(indices), width), pad, dtype=encoded[0]["input_ids"].dtype)
     attn = torch.zeros((len(indices), width), dtype=torch.long)
@@ -428,7 +436,7 @@ def _generate_all(loaded: LoadedModel, cfg: MeasureConfig, codec: Codec, observe
         return requests
     for i, prompt in enumerate(cfg.prompts):
         label = f"request {i + 1}/{len(cfg.prompts)}"
-        inputs = _encode(tok, prompt)
+        inputs = encode(tok, prompt)
         n_prompt = int(inputs["input_ids"].shape[1])
         cache = observer.attach(witness_cache_for(mc, codec, cfg.bands, cfg.compress_values, observer, model=model))
         with torch.no_grad(), observer.active():

@@ -1,52 +1,64 @@
-"""Progress on stderr: a live line on a terminal, one line per stage otherwise (CI logs)."""
+"""Progress of a run on stderr, drawn by tqdm: a live bar on a terminal; off one (CI logs, pipes)
+one line per stage and one line every :data:`LOG_EVERY_S` seconds of generation, never silence."""
 
 from __future__ import annotations
 
 import sys
-import time
-from typing import TextIO
+from typing import Any, TextIO
+
+from tqdm import tqdm
+
+LOG_EVERY_S = 10.0
+"""Off a terminal: seconds between two progress lines of one request."""
+
+
+class _Lines:
+    """The stream tqdm draws on off a terminal: each redraw becomes one line (tqdm redraws in place
+    with carriage returns, which a log shows as one ever-growing line)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> None:
+        line = text.replace("\r", "").rstrip()
+        if line:
+            self.stream.write(line + "\n")
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 class Progress:
-    """Minimal progress reporter. ``quiet`` silences everything."""
+    """Where a run reports: :meth:`info` lines and per-request token bars. ``quiet`` silences both."""
 
     def __init__(self, stream: TextIO | None = None, quiet: bool = False) -> None:
         self.stream = stream or sys.stderr
         self.quiet = quiet
         self.live = bool(getattr(self.stream, "isatty", lambda: False)())
-        self._t0 = time.monotonic()
 
     def info(self, msg: str) -> None:
+        """One line ``[witprobe] msg`` (above a live bar, which tqdm redraws below it)."""
         if not self.quiet:
-            self._clear()
-            print(f"[witprobe] {msg}", file=self.stream, flush=True)
+            tqdm.write(f"[witprobe] {msg}", file=self.stream)
 
-    def update(self, msg: str) -> None:
-        """A transient status line (overwritten on a terminal, suppressed in logs)."""
-        if not self.quiet and self.live:
-            print(f"\r[witprobe] {msg}\033[K", end="", file=self.stream, flush=True)
-
-    def _clear(self) -> None:
-        if self.live:
-            print("\r\033[K", end="", file=self.stream, flush=True)
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self._t0
+    def bar(self, label: str, total: int) -> tqdm:
+        """A tqdm bar of ``total`` tokens: live and cleared at its end on a terminal, periodic lines off one."""
+        return tqdm(total=total, desc=f"[witprobe] {label}", unit="token", disable=self.quiet, leave=False,
+                    file=self.stream if self.live else _Lines(self.stream), dynamic_ncols=self.live,
+                    ascii=not self.live, mininterval=0.1 if self.live else LOG_EVERY_S)
 
 
 class TokenProgress:
-    """A transformers streamer that reports generated tokens of one request."""
+    """A transformers streamer (``put``/``end``) that advances one request's bar per generated step."""
 
     def __init__(self, progress: Progress, label: str, total: int) -> None:
-        self.progress = progress
-        self.label = label
-        self.total = total
-        self.count = -1  # the first put() carries the prompt
+        self.bar = progress.bar(label, total)
+        self.prompt_seen = False  # the first put() carries the prompt
 
-    def put(self, value) -> None:  # noqa: ANN001 - transformers streamer protocol
-        self.count += 1
-        if self.count > 0:
-            self.progress.update(f"{self.label}: token {self.count}/{self.total}")
+    def put(self, value: Any) -> None:
+        if self.prompt_seen:
+            self.bar.update(1)
+        self.prompt_seen = True
 
     def end(self) -> None:
-        pass
+        self.bar.close()

@@ -14,7 +14,7 @@ from importlib import resources
 
 import jinja2
 
-from witprobe import __version__
+from witprobe.version import __version__
 from witprobe.calculus.metrics import Metric
 from witprobe.calculus.registry import DEFAULT_REGISTRY, TierRegistry
 from witprobe.formal.lint import lint_text

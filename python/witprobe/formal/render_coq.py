@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from witprobe import __version__
+from witprobe.version import __version__
 from witprobe.formal.claim_theorems import ClaimTheorem
 from witprobe.formal.coq_runner import lint_source
 from witprobe.formal.obligations import ObligationError

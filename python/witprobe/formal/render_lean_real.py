@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from witprobe import __version__
+from witprobe.version import __version__
 from witprobe.formal.claim_theorems import UNIT_DEN, ClaimTheorem
 from witprobe.formal.lint import lint_text
 from witprobe.formal.obligations import ObligationError

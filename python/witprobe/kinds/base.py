@@ -12,13 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from witprobe.calculus.bridges import EntrySpec
 from witprobe.self_checks import EVICT_CHECKS, OUTPUT_CHECKS, write_counters
-
-if TYPE_CHECKING:
-    from witprobe.certify.run_record import LayerRecord
 
 MEMORY_CLASSES = ("plain_kv", "latent_kv", "sparse_selector", "recurrent_state")
 """The four memory classes of the paper (section 1): dense KV, latent KV (MLA), learned sparse
@@ -26,6 +23,10 @@ selector, recurrent / linear-attention state."""
 
 THEOREM_SHAPES = ("banded", "latent", "sink", "score")
 HOOKS = ("indexer", "pages", "decay")
+
+
+class LayoutError(ValueError):
+    """The model's memory layout is not one witprobe knows how to witness."""
 
 
 @dataclass(frozen=True)
@@ -140,9 +141,12 @@ QA_CHECKS = ("keys_qa_radius_beaten", "rows_qa_centred_beaten", "rows_qa_boxsup_
 QA_SHAPES = ("banded",)  # theorem shapes whose reads meter the query-aligned witness (dense KV)
 
 
-def layer_required_counters(kind: MemoryKind, layer: LayerRecord, box_sup: bool,
+def layer_required_counters(kind: MemoryKind, layer: Any, box_sup: bool,
                             query_aligned: bool = False) -> tuple[str, ...]:
     """Every self-check counter one ``run.json`` layer must carry (a missing one fails closed).
+
+    ``layer`` is a :class:`witprobe.certify.run_record.LayerRecord` (only its ``read`` and
+    ``o_proj`` are read; it is not imported here: the record sits in a higher layer).
 
     The kind's own counters (:attr:`MemoryKind.required_counters`), and those of the meters the
     layer ran: the box meter on a layer with reads when the run metered it (``box_sup``: the run

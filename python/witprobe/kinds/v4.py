@@ -5,7 +5,7 @@ compressors own the pooling parameters)."""
 from __future__ import annotations
 
 from witprobe.calculus.bridges import DENSE_KV
-from witprobe.kinds.base import ROW_CHECKS, SELECTION_CHECKS, BuildContext, MemoryKind
+from witprobe.kinds.base import ROW_CHECKS, SELECTION_CHECKS, BuildContext, LayoutError, MemoryKind
 
 MODEL_TYPES = ("deepseek_v4",)
 
@@ -13,7 +13,6 @@ MODEL_TYPES = ("deepseek_v4",)
 def _builder(cls_name: str):
     def build(ctx: BuildContext):
         from witprobe.probe import v4
-        from witprobe.probe.layouts import LayoutError
 
         layer = getattr(v4, cls_name)(ctx.layer_idx, ctx.config, ctx.codec, ctx.bands, ctx.recorder)
         if ctx.model is None:

@@ -18,7 +18,7 @@ transformers uses for this backend). The witness cache keeps the exact entries b
 witnesses every entry whose served form changed (:mod:`witprobe.probe.witness_cache`), so the
 bounds cover whatever the backend served.
 
-Scope ``"cache"`` (:data:`witprobe.memory.codecs.CACHE`): keys and values are each fed to their
+Scope ``"cache"`` (:data:`witprobe.memory.codec_base.CACHE`): keys and values are each fed to their
 own layer (keys quantized along ``axis_key``, values along ``axis_value``), dense KV layers only,
 batch 1. optimum-quanto (``pip install optimum-quanto``, CPU works) must be installed; without it
 the codec is refused with that message. HQQ (``backend="HQQ"``) is not a codec here.
@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from witprobe.memory.codecs import CACHE, Codec, CodecError
+from witprobe.memory.codec_base import CACHE, Codec, CodecError
 
 BACKENDS = ("quanto",)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from witprobe.models.zoo import LoadedModel, ModelError
+from witprobe.models.loaded import LoadedModel, ModelError
 
 SUPPORTED: dict[str, str] = {
     "llama": "llama",

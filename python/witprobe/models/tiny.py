@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from witprobe.models.zoo import LoadedModel, ModelError
+from witprobe.models.loaded import LoadedModel, ModelError
 
 VOCAB_SIZE = 49152  # SmolLM2's tokenizer
 SEED = 20260802

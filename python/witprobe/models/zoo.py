@@ -7,28 +7,11 @@ families from tiny configurations built locally with fixed seeds.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from witprobe.kinds.base import MEMORY_CLASSES
-
-
-class ModelError(RuntimeError):
-    """A model cannot be loaded (the message says what to install or fix)."""
-
-
-@dataclass
-class LoadedModel:
-    """A model ready to run: the torch module, its tokenizer (or None) and provenance."""
-
-    name: str
-    model: Any
-    tokenizer: Any
-    provenance: dict[str, Any] = field(default_factory=dict)
-    family: str = ""  # for a model outside the zoo (a zoo model's family is its ModelSpec's)
-    memory_class: str = ""
-
-
+from witprobe.models.loaded import LoadedModel, ModelError
 
 
 @dataclass(frozen=True)

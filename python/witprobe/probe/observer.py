@@ -33,7 +33,6 @@ from witprobe.probe.witness_cache import WitnessCache, WitnessLayerMixin
 
 BEATEN_REL_TOL = 1e-9
 BEATEN_ABS_TOL = 1e-15
-FORMS = ("plain", "centred", "eform")
 
 
 def with_sinks(inputs, sinks: torch.Tensor):  # noqa: ANN001 - ReadScores

@@ -75,6 +75,7 @@ import torch
 
 from witprobe.calculus.float_error import allowance
 from witprobe.calculus.rounding import narrow
+from witprobe.models.prompts import encode
 
 TIER = "empirical"
 TIER_REASON = ("the query-aligned centred form is a reading: the box form over the same radii is never above it "
@@ -285,11 +286,11 @@ class QueryCollector:
 def calibrate(loaded: Any, prompts: Sequence[Any], rank: int, layers: Sequence[int] | None = None) -> QueryBasis:
     """Bases of every attention layer from one uncompressed forward pass per calibration prompt.
 
-    ``loaded`` is a :class:`witprobe.models.zoo.LoadedModel`; ``prompts`` strings or chats
-    (encoded as :func:`witprobe.certify.measure.measure` encodes them). Keep them disjoint from the
-    prompts the bases are then measured on. ``layers`` keeps only those layers' bases (default: all).
+    ``loaded`` is a :class:`witprobe.models.loaded.LoadedModel`; ``prompts`` strings or chats
+    (encoded by :func:`witprobe.models.prompts.encode`, as the measurement encodes them). Keep them
+    disjoint from the prompts the bases are then measured on. ``layers`` keeps only those layers'
+    bases (default: all).
     """
-    from witprobe.certify.measure import _encode
     from witprobe.probe.attention import ATTN_IMPLEMENTATION
 
     if not prompts:
@@ -300,7 +301,7 @@ def calibrate(loaded: Any, prompts: Sequence[Any], rank: int, layers: Sequence[i
     tokens = 0
     with torch.no_grad(), col.active():
         for p in prompts:
-            inputs = _encode(loaded.tokenizer, p)
+            inputs = encode(loaded.tokenizer, p)
             tokens += int(inputs["input_ids"].shape[1])
             model(**inputs, use_cache=False)
     keep = None if layers is None else set(layers)

@@ -1,4 +1,8 @@
-"""``--prompts FILE``: the prompts of a run, from plain text or JSONL.
+"""The prompts of a run and how a model's tokenizer encodes them (``--prompts FILE``: plain text or JSONL).
+
+:func:`encode` is the one prompt encoding: measurement (:mod:`witprobe.certify.measure`) and the
+query-aligned calibration (:mod:`witprobe.probe.query_aligned`) both use it, which is why it sits
+in the models layer, below both.
 
 - Plain text (any suffix but ``.jsonl``): one prompt per nonempty line.
 - JSONL (``.jsonl``): one request per nonempty line, each one of ``{"messages": [{"role": ...,
@@ -85,6 +89,7 @@ def encode(tokenizer: Any, prompt: Prompt) -> dict[str, Any]:
 
 
 def is_valid(prompt: Any) -> bool:
+    """Whether ``prompt`` is a nonempty string or a nonempty chat (a tuple of messages with string contents)."""
     if isinstance(prompt, str):
         return bool(prompt.strip())
     return (isinstance(prompt, tuple) and bool(prompt)

@@ -10,17 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from witprobe.kinds.base import BuildContext, MemoryKind
+from witprobe.kinds.base import BuildContext, LayoutError, MemoryKind
 from witprobe.kinds.registry import KINDS
 from witprobe.memory.codecs import EVICT, WHOLE_SEQUENCE, Codec
 from witprobe.probe.witness_cache import WitnessCache, WriteRecorder
 
-
-class LayoutError(ValueError):
-    """The model's memory layout is not one witprobe knows how to witness."""
+__all__ = ["LayoutError", "layer_kinds", "text_config", "witness_cache_for"]
 
 
 def text_config(config: Any) -> Any:
+    """The decoder's text configuration of ``config`` (itself when it has no sub-configurations)."""
     get = getattr(config, "get_text_config", None)
     return get(decoder=True) if callable(get) else config
 
