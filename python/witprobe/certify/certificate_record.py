@@ -27,7 +27,7 @@ from witprobe.certify.run_record import Reading
 from witprobe.cliutil import InputError, read_json_object
 from witprobe.typed_json import RecordError, decode, encode, field_doc, json_schema
 
-CERT_SCHEMA = "witprobe-certificate/3"
+CERT_SCHEMA = "witprobe-certificate/4"
 CERT_SCHEMA_ID = "https://witprobe.dev/schema/certificate.schema.json"
 SCHEMA_FINGERPRINTS = {CERT_SCHEMA: "029a7d2f285f116b0de53a4cb49431da54a956bcdd0e5a59414a1e921c31f572"}
 
@@ -45,12 +45,24 @@ class ExactBound:
 
 
 @dataclass(frozen=True)
+class MutationGuard:
+    """The mutation guard of a kernel-checked theorem: the same statement and proof with ``B``
+    lowered to ``max(realized, B/2)`` (``B/2`` when the realized value is unknown) must be rejected."""
+
+    status: str = _f("rejected (the kernel decides B: good), accepted (the theorem holds for a lower B: it "
+                     "certifies nothing), error (the guard could not run), or not_run")
+    lowered: ExactBound | None = _f("the lowered bound that was tried (null: not run)")
+    reason: str = _f("why, when not rejected")
+
+
+@dataclass(frozen=True)
 class CoqClaimStatus:
     """What Coq said about the claim's theorem."""
 
-    status: str = _f("kernel_checked, rejected, unchecked or none")
+    status: str = _f("kernel_checked, lemma_checked (accepted, but also at a lower bound), rejected, unchecked or none")
     theorem: str | None = _f("fully qualified theorem name (null: no theorem states the claim)")
     reason: str = _f("why, when not kernel_checked")
+    guard: MutationGuard = _f("the mutation guard's outcome")
 
 
 @dataclass(frozen=True)
@@ -442,6 +454,7 @@ def parse_certificate(obj: Any, where: str = "certificate.json") -> CertificateR
 OLD_SCHEMA_HINTS = {
     "witprobe-certificate/1": " (schema /1 predates claim theorems checked by a kernel: re-run `certify run`)",
     "witprobe-certificate/2": " (schema /2 predates the per-run Lean claim theorems run_real.lean: re-run `certify run`)",
+    "witprobe-certificate/3": " (schema /3 predates kernel-decided box bounds and the mutation guard: re-run `certify run`)",
 }
 
 
