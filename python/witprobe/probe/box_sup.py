@@ -69,6 +69,8 @@ from dataclasses import dataclass
 
 import torch
 
+from witprobe.probe.errors import MeterInputError
+
 U64 = 2.0 ** -53
 RADIUS_MARGIN = 2.0 ** -30
 RANGE_MARGIN = 2.0 ** -20
@@ -173,6 +175,17 @@ def _terms(mass: torch.Tensor, up: torch.Tensor, vp: torch.Tensor, w: torch.Tens
     return mass * (up * w - 1).clamp_min(0) * side_a, mass * (1 - vp * w).clamp_min(0) * side_b
 
 
+def _check_inputs(p: torch.Tensor, c: torch.Tensor) -> None:
+    """Refuse radii that are NaN, infinite or negative and probabilities that are NaN (:class:`MeterInputError`)."""
+    for bad, what in ((torch.isnan(c), "a NaN radius"), (torch.isinf(c), "an infinite radius"),
+                      (c < 0, "a negative radius"), (torch.isnan(p), "a NaN probability")):
+        if bool(bad.any()):
+            at = tuple(int(i) for i in bad.nonzero()[0])
+            value = (c if "radius" in what else p)[at].item()
+            raise MeterInputError(f"box_sup_bound: {what} ({value}) at index {at}; the box bound needs finite radii "
+                                  "c_t >= 0 and probabilities that are numbers")
+
+
 def box_sup_bound(p: torch.Tensor, c: torch.Tensor, spec: BoxSupSpec = DEFAULT_SPEC) -> torch.Tensor:
     """Upper bound of ``sup TV(softmax s, p')`` over ``|s_t - s'_t| <= c_t``, per row.
 
@@ -191,9 +204,15 @@ def box_sup_bound(p: torch.Tensor, c: torch.Tensor, spec: BoxSupSpec = DEFAULT_S
     Returns
     -------
     ``(...)`` float64 bounds, with the float64 allowance of the module docstring included.
+
+    Raises
+    ------
+    MeterInputError
+        A radius that is NaN, infinite or negative, or a probability that is NaN.
     """
     if p.shape != c.shape:
         raise ValueError(f"box_sup_bound: p {tuple(p.shape)} and c {tuple(c.shape)} differ in shape")
+    _check_inputs(p, c)
     lead, t = p.shape[:-1], p.shape[-1]
     p2 = p.to(torch.float64).reshape(-1, t)
     c2 = (c.to(torch.float64) * (1 + RADIUS_MARGIN)).reshape(-1, t)
