@@ -247,3 +247,19 @@ def test_coq_required_without_coq_exits_3_before_measuring(tmp_path, monkeypatch
     assert main(["run", "--out", str(tmp_path / "r"), "--coq", "required", "--quiet"]) == 3
     assert "no Coq found" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+def test_check_compiles_the_run_v_on_disk_as_well(tmp_path, smollm2_run, capsys):
+    """A bound lowered by hand in run.v is reported as a difference from the rendering and, on
+    its own terms, as a theorem the kernel rejects in the file on disk."""
+    out = tmp_path / "run"
+    write_run_dir(_without_box(smollm2_run), out, "off")
+    v = out / COQ_FILE
+    text = v.read_text()
+    start = text.index("Theorem L04_attn_tv")
+    i = text.rindex("<= (", start, text.index("Proof.", start)) + len("<= (")
+    j = text.index(" /", i)
+    v.write_text(text[:i] + "1" + text[j:])  # B = 2^-48
+    res = check_dir(out)
+    assert any(f"{COQ_FILE} differs from the rendering" in p for p in res.problems), res.problems
+    assert any(p.startswith(f"{COQ_FILE} on disk: Coq rejects theorem L04_attn_tv") for p in res.problems), res.problems

@@ -2,20 +2,29 @@
 
 - **Toolchain**: ``$WITPROBE_COQC`` (the ``coqc`` binary or its folder), else ``coqc`` on ``PATH``.
 - **Library**: the sources in ``coq/`` (``$WITPROBE_COQ_LIB``, else the repository's ``coq/`` beside
-  the package). They are linted (no ``Admitted``/``admit``/``Axiom``/``Parameter``/``Conjecture``),
-  hashed with the ``coqc`` version, and compiled file by file (order of ``_CoqProject``) into the
-  witprobe cache (``<cache>/coq/<hash>``). A later check reuses that build only after verifying
-  the SHA-256 of every ``.vo`` against the stamp written at build time; anything else rebuilds.
-  Either way the library a run is checked against is built, or its build hash verified, in the
-  same check.
-- **Run file**: rendered by :mod:`witprobe.formal.render_coq`, compiled with ``coqc`` under a
+  the package). They are linted (:func:`lint_source`) and compiled file by file (order of
+  ``_CoqProject``) into a fresh folder of the witprobe cache (``<cache>/coq``). Nothing found on
+  disk is trusted: a stamp kept beside the ``.vo`` files would be written by whoever can write
+  them. The only reuse is of a build this process compiled, after its ``.vo`` files hash as
+  ``coqc`` wrote them (hashes held in memory). ``coqchk`` is not the check here: it re-checks the
+  ``.vo`` files, but not that they compile these sources (a forged ``.vo`` may define ``tv``
+  otherwise and still check).
+- **Run file**: rendered by :mod:`witprobe.formal.render_coq`, linted, compiled with ``coqc`` under a
   timeout in a scratch folder. When the kernel rejects a theorem, the error's line names it; it is
   marked ``rejected`` and the file is re-checked without it (at most :data:`MAX_ROUNDS` rounds), so
   one false claim does not hide the status of the others.
+- **Lint** (library and run files, outside comments, nested ones included): no ``Admitted``,
+  ``admit``, ``Axiom``, ``Parameter``, ``Conjecture``; no switch that makes the kernel skip a check
+  (``Unset Guard/Positivity/Universe Checking``, ``bypass_check``, ``Definitional UIP``); no
+  ``Variable``/``Hypothesis``/``Context`` outside a ``Section`` (there it is an axiom).
 - **Audit**: the file ends with ``Print Assumptions`` of the conjunction of all its theorems (a
-  superset of each theorem's assumptions). Every name must be in :data:`ALLOWED_ASSUMPTIONS`:
-  the classical axioms the Reals library rests on, and the specifications of the primitive
-  63-bit integers the ``interval`` tactic computes with (kernel primitives). Anything else fails
+  superset of each theorem's assumptions). A second file requires the compiled run (importing
+  nothing) and prints them again under ``Set Printing All``. Every line must be a ``name : type``
+  declaration (a line such as "f is assumed to be guarded" fails), and each ``(name, type)`` must
+  be one of :data:`ALLOWED_ASSUMPTIONS` with the type recorded in
+  :data:`witprobe.formal.coq_axioms.AXIOM_TYPES`: the classical axioms the Reals library rests
+  on, and the specifications of the primitive 63-bit integers and 64-bit floats (kernel
+  primitives; ``interval`` and ``vm_compute`` checkers compute with them). Anything else fails
   closed: every theorem of the file is ``rejected``.
 
 Statuses: ``kernel_checked``, ``rejected`` (the kernel or the audit refused it), ``unchecked``
