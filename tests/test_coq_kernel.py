@@ -60,11 +60,11 @@ def test_library_builds_then_is_verified_by_hash_and_a_tampered_build_is_rebuilt
     lib = coq_runner.find_library()
     cache = library.root.parents[1]
     again = coq_runner.build_library(COQC, lib, cache=cache)
-    assert again.how == "verified" and again.root == library.root
+    assert again.how == "verified" and again.root == library.root  # this process's own build, hashes in memory
     vo = again.root / "Witprobe" / "Claims.vo"
     vo.write_bytes(vo.read_bytes() + b"\0")
     rebuilt = coq_runner.build_library(COQC, lib, cache=cache)
-    assert rebuilt.how == "built"
+    assert rebuilt.how == "built" and rebuilt.root != library.root
 
 
 def test_a_library_with_admitted_is_refused(tmp_path):
@@ -159,7 +159,7 @@ def test_a_bound_lowered_below_its_true_value_is_rejected_and_not_certified(libr
     assert ok.statuses[victim.theorem].status == coq_runner.KERNEL_CHECKED
 
 
-def test_an_assumption_outside_the_allowlist_rejects_every_theorem(library, smollm2_run):
+def test_an_assumption_outside_the_allowlist_rejects_every_theorem(library, smollm2_run, monkeypatch):
     deriv = derive(smollm2_run)
     th = deriv.theorems[:2]
 
@@ -171,7 +171,11 @@ def test_an_assumption_outside_the_allowlist_rejects_every_theorem(library, smol
 
     statuses = coq_runner.check_theorems(COQC, library, render, [t.theorem for t in th])
     assert {s.status for s in statuses.values()} == {coq_runner.REJECTED}
-    assert all("Run_2222222222222222.cheat" in s.reason for s in statuses.values())
+    assert all("the file contains Axiom" in s.reason for s in statuses.values())  # the lint, first
+    monkeypatch.setattr(coq_runner, "lint_source", lambda text: [])  # the audit, second and independent
+    statuses = coq_runner.check_theorems(COQC, library, render, [t.theorem for t in th])
+    assert {s.status for s in statuses.values()} == {coq_runner.REJECTED}
+    assert all("Run_2222222222222222.cheat is outside the allowlist" in s.reason for s in statuses.values())
 
 
 def test_check_catches_a_constant_edited_in_run_v(tmp_path, smollm2_run, capsys):
@@ -243,3 +247,19 @@ def test_coq_required_without_coq_exits_3_before_measuring(tmp_path, monkeypatch
     assert main(["run", "--out", str(tmp_path / "r"), "--coq", "required", "--quiet"]) == 3
     assert "no Coq found" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+def test_check_compiles_the_run_v_on_disk_as_well(tmp_path, smollm2_run, capsys):
+    """A bound lowered by hand in run.v is reported as a difference from the rendering and, on
+    its own terms, as a theorem the kernel rejects in the file on disk."""
+    out = tmp_path / "run"
+    write_run_dir(_without_box(smollm2_run), out, "off")
+    v = out / COQ_FILE
+    text = v.read_text()
+    start = text.index("Theorem L04_attn_tv")
+    i = text.rindex("<= (", start, text.index("Proof.", start)) + len("<= (")
+    j = text.index(" /", i)
+    v.write_text(text[:i] + "1" + text[j:])  # B = 2^-48
+    res = check_dir(out)
+    assert any(f"{COQ_FILE} differs from the rendering" in p for p in res.problems), res.problems
+    assert any(p.startswith(f"{COQ_FILE} on disk: Coq rejects theorem L04_attn_tv") for p in res.problems), res.problems

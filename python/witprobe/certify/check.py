@@ -5,7 +5,8 @@ Checks, in order: the SHA-256 of ``run.json`` against the certificate; the re-re
 stored ones byte for byte; the reference checker on every Lean obligation; Coq, where ``coqc``
 exists, on every claim theorem (any theorem the kernel rejects is named, and the check fails; a
 certificate that records kernel-checked theorems cannot be confirmed without Coq and is
-refused); Lean, where a toolchain exists, likewise on the claim theorems of ``run_real.lean``,
+refused), and on ``obligations/run.v`` as it is on disk where it differs from the rendering (each
+theorem of that file the kernel or the audit refuses is named too); Lean, where a toolchain exists, likewise on the claim theorems of ``run_real.lean``,
 and on the arithmetic obligations; the certificate's verdict (a ``fail`` verdict fails the check); finally
 the whole certificate re-assembled from these against ``certificate.json``, naming every JSON path
 that differs.
@@ -25,7 +26,8 @@ from witprobe.certify.certificate import OBLIGATIONS_FILE, assemble, sha256_text
 from witprobe.certify.certificate_record import load_certificate
 from witprobe.certify.derive import Derivation, DeriveError, derive
 from witprobe.cliutil import InputError, read_json_object
-from witprobe.certify.kernels import KERNEL_MODES, KernelOutcomes, LeanOutcome, coq_check, lean_check, lean_real_check
+from witprobe.certify.kernels import (KERNEL_MODES, KernelOutcomes, LeanOutcome, coq_check, coq_check_text, lean_check,
+                                      lean_real_check)
 from witprobe.formal import coq_runner
 from witprobe.formal.coq_runner import CoqOutcome, TheoremStatus
 from witprobe.formal.lean_runner import FAILED, KERNEL_CHECKED, UNCHECKED, ObligationStatus
@@ -120,6 +122,7 @@ def check_dir(directory: Path) -> CheckResult:
             res.problems.append(f"obligations[{i}] ({ob.ident}) is false: {'; '.join(errs)}")
     kernels = cert.get("kernels") if isinstance(cert.get("kernels"), dict) else {}
     coq = _recheck_coq(kernels.get("coq") or {}, deriv, run_sha, res)
+    _check_coq_on_disk(kernels.get("coq") or {}, d / COQ_FILE, coq_text, res)
     lean = _recheck_lean_real(kernels.get("lean") or {}, deriv, run_sha, d / LEAN_REAL_FILE, real_text, res)
     arith = _recheck_lean(kernels.get("lean_arithmetic") or {}, deriv, run_sha, lean_path, lean_text, cert, res)
     verdict = (cert.get("summary") or {}).get("verdict")
@@ -183,6 +186,34 @@ def _recheck_coq(stored: dict[str, Any], deriv: Derivation, run_sha: str, res: C
     reason = str(stored.get("reason", ""))
     return CoqOutcome(mode, str(stored.get("status")), reason, stored.get("toolchain"), stored.get("library_sha256"),
                       {t.theorem: TheoremStatus(t.theorem, coq_runner.UNCHECKED, reason) for t in deriv.theorems})
+
+
+def _check_coq_on_disk(stored: dict[str, Any], path: Path, rendered: str | None, res: CheckResult) -> None:
+    """Compile the ``.v`` on disk as well, where it is not the rendering byte for byte (an equal
+    file was just compiled as the rendering): every theorem it declares that Coq rejects here, or
+    that the audit refuses, is named (a file edited by hand, e.g. with a lowered bound, is reported
+    on its own terms as well as by its difference from the rendering)."""
+    if not path.is_file() or stored.get("mode", "auto") == "off":
+        return
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        res.problems.append(f"{COQ_FILE} on disk cannot be read ({e})")
+        return
+    if text == rendered:
+        return
+    outcome = coq_check_text(stored.get("mode", "auto") if stored.get("mode") in KERNEL_MODES else "auto", text)
+    if outcome.status == "no_theorems":
+        res.problems.append(f"{COQ_FILE} on disk declares no theorem")
+    elif outcome.status != "checked":
+        res.notes.append(f"{COQ_FILE} on disk was not compiled: {outcome.reason}")
+    for st in outcome.statuses.values():
+        if st.status != coq_runner.KERNEL_CHECKED:
+            res.problems.append(f"{COQ_FILE} on disk: Coq {'rejects' if st.status == coq_runner.REJECTED else 'did not check'} "
+                                f"theorem {st.theorem}: {st.reason}")
+    if outcome.status == "checked" and all(st.status == coq_runner.KERNEL_CHECKED for st in outcome.statuses.values()):
+        res.notes.append(f"{COQ_FILE} on disk differs from the rendering, and Coq accepts its "
+                         f"{len(outcome.statuses)} theorems as written")
 
 
 def _recheck_lean_real(stored: dict[str, Any], deriv: Derivation, run_sha: str, path: Path,

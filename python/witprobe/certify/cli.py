@@ -31,6 +31,7 @@ from pathlib import Path
 
 from witprobe.cliutil import (EXIT_INTERNAL, EXIT_USAGE, UsageError, add_version, check_writable,
                               quiet_third_party, read_with, run_handler, wants_quiet)
+from witprobe.probe.errors import MeterInputError
 
 EXIT_OK, EXIT_FAIL, EXIT_NO_LEAN = 0, 1, 3
 __all__ = ["EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_NO_LEAN", "EXIT_INTERNAL", "main"]
@@ -172,7 +173,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except (ModelError, ValueError) as e:
         raise UsageError(str(e)) from None
     progress.info(f"measuring {len(cfg.prompts)} requests with {cfg.codec} ({cfg.bands} bands)")
-    run = measure(loaded, cfg, progress, codec=codec)
+    try:
+        run = measure(loaded, cfg, progress, codec=codec)
+    except MeterInputError as e:  # the model produced numbers the meter cannot bound (NaN, inf, < 0)
+        raise UsageError(f"cannot meter this run: {e}") from None
     kernels = [k for k, m in (("Coq", args.coq), ("Lean", args.lean)) if m != "off"]
     progress.info("deriving claims, rendering theorems" + (f", checking with {' and '.join(kernels)}" if kernels else ""))
     produced = write_run_dir(run, out, args.lean, force=args.force, coq_mode=args.coq)

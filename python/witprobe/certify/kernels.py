@@ -132,10 +132,22 @@ def _coq_all(names: Sequence[str], status: str, reason: str) -> dict[str, Theore
 
 def coq_check(mode: str, theorems: Sequence[ClaimTheorem], run_sha: str, timeout_s: float = 600.0) -> CoqOutcome:
     """Kernel-check a run's claim theorems with Coq, or record why they stay unchecked."""
+    by_name = {t.theorem: t for t in theorems}
+    return _coq_file_check(mode, [t.theorem for t in theorems],
+                           lambda subset: render_coq([by_name[n] for n in subset], run_sha), timeout_s)
+
+
+def coq_check_text(mode: str, text: str, timeout_s: float = 600.0) -> CoqOutcome:
+    """Kernel-check a ``.v`` text as it is (``certify check`` on the file on disk): every
+    ``Theorem`` it declares, linted, compiled and audited like a rendered file."""
+    return _coq_file_check(mode, list(coq_runner.theorem_spans(text)), lambda subset: text, timeout_s)
+
+
+def _coq_file_check(mode: str, names: Sequence[str], render: Callable[[Sequence[str]], str],
+                    timeout_s: float) -> CoqOutcome:
     if mode not in KERNEL_MODES:
         raise ValueError(f"--coq must be one of {KERNEL_MODES}, got {mode!r}")
-    names = [t.theorem for t in theorems]
-    if not theorems:
+    if not names:
         return CoqOutcome(mode, "no_theorems", "no non-vacuous claim to state as a theorem", None)
     if mode == "off":
         reason = "Coq checking is off (--coq off)"
@@ -152,9 +164,7 @@ def coq_check(mode: str, theorems: Sequence[ClaimTheorem], run_sha: str, timeout
     except coq_runner.CoqError as e:
         why = f"the witprobe Coq library did not build: {e}"
         return CoqOutcome(mode, "build_failed", why, tc.version, None, _coq_all(names, COQ_UNCHECKED, why))
-    by_name = {t.theorem: t for t in theorems}
-    statuses = coq_runner.check_theorems(
-        tc, build, lambda subset: render_coq([by_name[n] for n in subset], run_sha), names, timeout_s=timeout_s)
+    statuses = coq_runner.check_theorems(tc, build, render, names, timeout_s=timeout_s)
     return CoqOutcome(mode, "checked", "", tc.version, build.source_sha256, statuses)
 
 

@@ -69,6 +69,8 @@ from dataclasses import dataclass
 
 import torch
 
+from witprobe.probe.errors import MeterInputError
+
 U64 = 2.0 ** -53
 RADIUS_MARGIN = 2.0 ** -30
 RANGE_MARGIN = 2.0 ** -20
@@ -196,6 +198,17 @@ def box_pool(p: torch.Tensor, c: torch.Tensor, spec: BoxSupSpec = DEFAULT_SPEC
     return torch.cat([mass, hm], -1), torch.cat([rad, hr], -1), p2, c2
 
 
+def _check_inputs(p: torch.Tensor, c: torch.Tensor) -> None:
+    """Refuse radii that are NaN, infinite or negative and probabilities that are NaN (:class:`MeterInputError`)."""
+    for bad, what in ((torch.isnan(c), "a NaN radius"), (torch.isinf(c), "an infinite radius"),
+                      (c < 0, "a negative radius"), (torch.isnan(p), "a NaN probability")):
+        if bool(bad.any()):
+            at = tuple(int(i) for i in bad.nonzero()[0])
+            value = (c if "radius" in what else p)[at].item()
+            raise MeterInputError(f"box_sup_bound: {what} ({value}) at index {at}; the box bound needs finite radii "
+                                  "c_t >= 0 and probabilities that are numbers")
+
+
 def box_sup_bound(p: torch.Tensor, c: torch.Tensor, spec: BoxSupSpec = DEFAULT_SPEC) -> torch.Tensor:
     """The box bound per row (:func:`box_sup_rows` without the pooled rows)."""
     return box_sup_rows(p, c, spec)[0]
@@ -221,9 +234,15 @@ def box_sup_rows(p: torch.Tensor, c: torch.Tensor, spec: BoxSupSpec = DEFAULT_SP
     -------
     ``(...)`` float64 bounds, with the float64 allowance of the module docstring included, and
     the pooled rows ``mass``, ``rad`` ``(..., J)`` of :func:`box_pool` they were computed from.
+
+    Raises
+    ------
+    MeterInputError
+        A radius that is NaN, infinite or negative, or a probability that is NaN.
     """
     if p.shape != c.shape:
         raise ValueError(f"box_sup_bound: p {tuple(p.shape)} and c {tuple(c.shape)} differ in shape")
+    _check_inputs(p, c)
     lead, t = p.shape[:-1], p.shape[-1]
     mass, rad, p2, c2 = box_pool(p, c, spec)
     centred = torch.tanh(c2.amax(-1) / 2) * (1 + 16 * U64)  # the centred theorem bounds the same supremum

@@ -6,3 +6,8 @@ from __future__ import annotations
 
 class ObserverError(RuntimeError):
     """The observer saw something it cannot attribute or meter (fail closed)."""
+
+
+class MeterInputError(ObserverError):
+    """A meter was handed numbers it cannot bound (NaN, an infinite or negative radius, a NaN
+    probability); the command line reports it on one line and exits 2."""
