@@ -54,7 +54,7 @@ def test_the_cli_reports_a_meter_input_error_on_one_line_with_exit_2(tmp_path, m
 
     monkeypatch.setattr(zoo, "check_model_ref", lambda ref: None)
     monkeypatch.setattr(zoo, "load_model", lambda ref: object())
-    monkeypatch.setattr(measure_mod, "check_compatible", lambda cfg, loaded: None)
+    monkeypatch.setattr(measure_mod, "check_compatible", lambda cfg, loaded, codec=None: None)
     monkeypatch.setattr(measure_mod, "measure", bad_measure)
     code = main(["run", "--out", str(tmp_path / "r"), "--coq", "off", "--lean", "off", "--quiet"])
     err = capsys.readouterr().err.strip().splitlines()
