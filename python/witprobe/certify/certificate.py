@@ -103,10 +103,16 @@ def _frac(x) -> dict[str, str] | None:
     return {"decimal_up": rounding.decimal_up(x, 6), "exact": rounding.fraction_text(x)}
 
 
+def _guard_json(g: coq_runner.GuardOutcome) -> dict[str, Any]:
+    lowered = None if g.lowered_units is None else rounding.from_units(g.lowered_units)
+    return {"status": g.status, "lowered": _frac(lowered), "reason": g.reason}
+
+
 def claim_json(claim: Claim, run_sha: str, theorem: ClaimTheorem | None, outcomes: KernelOutcomes) -> dict[str, Any]:
     arith_status, arith_reason = _claim_lean_status(claim, outcomes.lean_arithmetic.statuses)
     if theorem is None:
-        coq = {"status": "none", "theorem": None, "reason": "no theorem states this claim"}
+        coq = {"status": "none", "theorem": None, "reason": "no theorem states this claim",
+               "guard": {"status": "not_run", "lowered": None, "reason": "no theorem states this claim"}}
         lean: dict[str, Any] = {"status": "none", "theorem": None, "reason": "no theorem states this claim", "axioms": []}
     else:
         st = outcomes.coq.statuses.get(theorem.theorem)
@@ -114,6 +120,7 @@ def claim_json(claim: Claim, run_sha: str, theorem: ClaimTheorem | None, outcome
             "status": st.status if st else coq_runner.UNCHECKED,
             "theorem": qualified(run_sha, theorem.theorem),
             "reason": st.reason if st else "no Coq status (fail closed)",
+            "guard": _guard_json(st.guard if st else coq_runner.GUARD_NOT_RUN),
         }
         lst = outcomes.lean.statuses.get(theorem.theorem)
         lean = {

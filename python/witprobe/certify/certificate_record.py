@@ -29,7 +29,7 @@ from witprobe.typed_json import RecordError, decode, encode, field_doc, json_sch
 
 CERT_SCHEMA = "witprobe-certificate/4"
 CERT_SCHEMA_ID = "https://witprobe.dev/schema/certificate.schema.json"
-SCHEMA_FINGERPRINTS = {CERT_SCHEMA: "029a7d2f285f116b0de53a4cb49431da54a956bcdd0e5a59414a1e921c31f572"}
+SCHEMA_FINGERPRINTS = {CERT_SCHEMA: "6b6288b5afb5087f5661f3d5e25909df477b990434e42a3aebb4a1605335718b"}
 
 
 def _f(doc: str, **kw: Any) -> Any:

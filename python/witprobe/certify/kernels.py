@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from witprobe.formal import coq_runner, lean_runner
-from witprobe.formal.claim_theorems import ClaimTheorem
+import dataclasses
+
+from witprobe.formal.claim_theorems import ClaimTheorem, ClaimTheoremError, guard_units, lowered_theorem
 from witprobe.formal.coq_runner import UNCHECKED as COQ_UNCHECKED, CoqOutcome, TheoremStatus
 from witprobe.formal.lean_runner import UNCHECKED, ObligationStatus
 from witprobe.formal.obligations import ChainObligation
 from witprobe.formal.render import obligation_spans
-from witprobe.formal.render_coq import render_coq
+from witprobe.formal.render_coq import render_coq, render_guard
 from witprobe.formal.render_lean_real import theorem_spans
 
 KERNEL_MODES = ("auto", "required", "off")
@@ -133,8 +135,13 @@ def _coq_all(names: Sequence[str], status: str, reason: str) -> dict[str, Theore
 def coq_check(mode: str, theorems: Sequence[ClaimTheorem], run_sha: str, timeout_s: float = 600.0) -> CoqOutcome:
     """Kernel-check a run's claim theorems with Coq, or record why they stay unchecked."""
     by_name = {t.theorem: t for t in theorems}
+
+    def guard(tc: coq_runner.CoqToolchain, build: coq_runner.LibraryBuild,
+              statuses: dict[str, TheoremStatus]) -> dict[str, TheoremStatus]:
+        return mutation_guard(tc, build, by_name, statuses, run_sha, timeout_s)
+
     return _coq_file_check(mode, [t.theorem for t in theorems],
-                           lambda subset: render_coq([by_name[n] for n in subset], run_sha), timeout_s)
+                           lambda subset: render_coq([by_name[n] for n in subset], run_sha), timeout_s, guard)
 
 
 def coq_check_text(mode: str, text: str, timeout_s: float = 600.0) -> CoqOutcome:
@@ -144,7 +151,7 @@ def coq_check_text(mode: str, text: str, timeout_s: float = 600.0) -> CoqOutcome
 
 
 def _coq_file_check(mode: str, names: Sequence[str], render: Callable[[Sequence[str]], str],
-                    timeout_s: float) -> CoqOutcome:
+                    timeout_s: float, guard: Callable[..., dict[str, TheoremStatus]] | None = None) -> CoqOutcome:
     if mode not in KERNEL_MODES:
         raise ValueError(f"--coq must be one of {KERNEL_MODES}, got {mode!r}")
     if not names:
@@ -165,7 +172,45 @@ def _coq_file_check(mode: str, names: Sequence[str], render: Callable[[Sequence[
         why = f"the witprobe Coq library did not build: {e}"
         return CoqOutcome(mode, "build_failed", why, tc.version, None, _coq_all(names, COQ_UNCHECKED, why))
     statuses = coq_runner.check_theorems(tc, build, render, names, timeout_s=timeout_s)
+    if guard is not None:
+        statuses = guard(tc, build, statuses)
     return CoqOutcome(mode, "checked", "", tc.version, build.source_sha256, statuses)
+
+
+def mutation_guard(tc: coq_runner.CoqToolchain, build: coq_runner.LibraryBuild, by_name: dict[str, ClaimTheorem],
+                   statuses: dict[str, TheoremStatus], run_sha: str, timeout_s: float) -> dict[str, TheoremStatus]:
+    """Lower the bound of every kernel-checked theorem (:func:`guard_units`) and demand that the
+    kernel reject it (:func:`witprobe.formal.coq_runner.guard_theorems`). A theorem whose lowered
+    statement is accepted too is ``lemma_checked``: it holds, but it does not decide its number,
+    so it certifies nothing. A guard that cannot run leaves the theorem ``unchecked`` (fail closed)."""
+    checked = [n for n, st in statuses.items() if st.status == coq_runner.KERNEL_CHECKED]
+    lowered: dict[str, ClaimTheorem] = {}
+    results: dict[str, str] = {}
+    for n in checked:
+        try:
+            lowered[n] = lowered_theorem(by_name[n], guard_units(by_name[n]))
+        except ClaimTheoremError as e:
+            results[n] = f"error: {e}"
+    if lowered:
+        results.update(coq_runner.guard_theorems(
+            tc, build, lambda subset: render_guard([lowered[n] for n in subset], run_sha), list(lowered), timeout_s))
+    out = dict(statuses)
+    for n in checked:
+        units = next(c.units for c in lowered[n].constants if c.name == "B") if n in lowered else None
+        r = results.get(n, "error: no guard result")
+        st = statuses[n]
+        if r == "rejected":
+            out[n] = dataclasses.replace(st, guard=coq_runner.GuardOutcome("rejected", units, ""))
+        elif r == "accepted":
+            why = (f"the kernel also accepted the statement with B lowered to {units}/2^48: the theorem does not "
+                   "decide its bound (mutation guard)")
+            out[n] = dataclasses.replace(st, status=coq_runner.LEMMA_CHECKED, reason=why,
+                                         guard=coq_runner.GuardOutcome("accepted", units, why))
+        else:
+            why = r.removeprefix("error: ")
+            out[n] = dataclasses.replace(st, status=COQ_UNCHECKED, reason=f"mutation guard could not run: {why}",
+                                         guard=coq_runner.GuardOutcome("error", units, why))
+    return out
 
 
 @dataclass

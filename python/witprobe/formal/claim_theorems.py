@@ -31,6 +31,7 @@ centred form with the very ``N = EXP_N`` Python's chain used, so the goal is tru
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -529,3 +530,30 @@ def boxsup_theorem(claim_id: str, bound_units: int, shape: str, rows_coq: str, c
     return _box_theorem(claim_id, "boxsup", out_shape, head, served, tv, f"{args} Hn Hs Hr Hc",
                         f"{lemma} _ {args} Hn Hs Hr", b, cap, rows_coq, BOXSUP_MEASURED,
                         (f"Witprobe.{module}.{lemma}", bridge), realized_units)
+
+
+def guard_units(th: ClaimTheorem) -> int:
+    """The bound the mutation guard tries: ``max(realized, B/2)`` in units of ``2**-48`` (``B/2``
+    when the realized value is unknown); refuses when that is not below ``B``."""
+    b = next(c for c in th.constants if c.name == "B")
+    half = int(b.units) // 2
+    units = half if th.realized_units is None else max(int(th.realized_units), half)
+    if units >= int(b.units):
+        raise ClaimTheoremError(f"{th.claim_id}: the realized value is within one unit of B, "
+                                "so B cannot be lowered below it")
+    return units
+
+
+def lowered_theorem(th: ClaimTheorem, units: int) -> ClaimTheorem:
+    """``th`` with its bound ``B`` lowered to ``units`` (statement, proof script and constants),
+    for the mutation guard; the proof script is kept as it is, so that it must fail."""
+    b = next(c for c in th.constants if c.name == "B")
+    old, new = b.coq, f"({units} / {UNIT_DEN})"
+    if any(c.coq == old for c in th.constants if c is not b):
+        raise ClaimTheoremError(f"{th.claim_id}: B's literal {old} is shared with another constant")
+    stmt = th.statement.replace(old, new)
+    if stmt == th.statement:
+        raise ClaimTheoremError(f"{th.claim_id}: the statement does not contain B's literal {old}")
+    proof = th.proof.replace(old, new).replace(f"{int(b.units)}%Z {UNIT_DEN}%Z", f"{units}%Z {UNIT_DEN}%Z")
+    consts = tuple(dataclasses.replace(c, units=units) if c is b else c for c in th.constants)
+    return dataclasses.replace(th, statement=stmt, proof=proof, constants=consts)

@@ -49,6 +49,7 @@ from witprobe.cache import cache_root
 from witprobe.formal.coq_axioms import AXIOM_TYPES
 
 KERNEL_CHECKED, REJECTED, UNCHECKED = "kernel_checked", "rejected", "unchecked"
+LEMMA_CHECKED = "lemma_checked"  # accepted, but the mutation guard showed it does not decide its bound
 MAX_ROUNDS = 4
 
 # The classical axioms of Coq's Reals (every real-analysis proof depends on them) ...
@@ -122,11 +123,26 @@ class LibraryBuild:
 
 
 @dataclass(frozen=True)
+class GuardOutcome:
+    """The mutation guard of one theorem (:func:`guard_theorems`): ``rejected`` (good: the kernel
+    refuses the statement with ``B`` lowered to ``lowered_units``), ``accepted`` (the theorem also
+    holds for the lower bound: it does not decide its number), ``error`` or ``not_run``."""
+
+    status: str
+    lowered_units: int | None = None
+    reason: str = ""
+
+
+GUARD_NOT_RUN = GuardOutcome("not_run", None, "the theorem was not kernel-checked")
+
+
+@dataclass(frozen=True)
 class TheoremStatus:
     theorem: str
     status: str
     reason: str = ""
     assumptions: tuple[str, ...] = ()
+    guard: GuardOutcome = GUARD_NOT_RUN
 
 
 @dataclass
@@ -510,3 +526,53 @@ def check_theorems(tc: CoqToolchain, build: LibraryBuild, render: Callable[[Sequ
         for n in remaining:
             statuses[n] = TheoremStatus(n, UNCHECKED, f"not reached within {MAX_ROUNDS} check rounds")
     return statuses
+
+
+_GUARD = re.compile(r"^\(\* guard (?P<name>[A-Za-z_][A-Za-z0-9_']*) ", re.M)
+
+
+def guard_at_line(text: str, line: int) -> str | None:
+    """The theorem whose guard block (``(* guard NAME ...``) contains ``line`` (1-based)."""
+    owner = None
+    for m in _GUARD.finditer(text):
+        if text.count("\n", 0, m.start()) + 1 > line:
+            break
+        owner = m.group("name")
+    return owner
+
+
+def guard_theorems(tc: CoqToolchain, build: LibraryBuild, render: Callable[[Sequence[str]], str],
+                   names: Sequence[str], timeout_s: float = 600.0) -> dict[str, str]:
+    """Run the mutation guard on ``names``: ``render(subset)`` gives a file in which each theorem's
+    statement, with its bound lowered, is a ``Goal`` whose original proof must fail
+    (``Fail (proof).``). Returns ``{name: "rejected" | "accepted" | "error: why"}``.
+
+    ``coqc`` stops at the first guard whose lowered proof went through ("The command has not
+    failed!"): that theorem is ``accepted`` and the file is re-checked without it.
+    """
+    out_status: dict[str, str] = {}
+    remaining = list(names)
+    with tempfile.TemporaryDirectory(prefix="witprobe-guard-") as scratch:
+        for _ in range(len(names) + 1):
+            if not remaining:
+                break
+            text = render(remaining)
+            bad = lint_source(text)
+            if bad:
+                return {**out_status, **{n: f"error: the guard file contains {', '.join(bad)}" for n in remaining}}
+            path = Path(scratch) / "guard.v"
+            path.write_text(text, encoding="utf-8")
+            code, out = _run([str(tc.coqc), "-q", "-R", str(build.root / "Witprobe"), "Witprobe", str(path)],
+                             Path(scratch), timeout_s)
+            if code is None:
+                return {**out_status, **{n: f"error: coqc {out}" for n in remaining}}
+            if code == 0:
+                return {**out_status, **{n: "rejected" for n in remaining}}
+            m = _ERROR.search(out)
+            owner = guard_at_line(text, int(m.group("line"))) if m else None
+            if owner is None or owner not in remaining or "has not failed" not in out:
+                why = " | ".join(out.strip().splitlines()[-4:])
+                return {**out_status, **{n: f"error: coqc failed outside a guard: {why}" for n in remaining}}
+            out_status[owner] = "accepted"
+            remaining.remove(owner)
+    return out_status

@@ -59,19 +59,35 @@ LIBRARY_ORDER = ("ScoreBridge", "ClaimsBanded", "LatentBridge", "ClaimsLatent", 
                  "QueryAligned", "BoxQueryAligned", "FloatBounds", "BoxCheck")
 
 
+def _imports(theorems: Sequence[ClaimTheorem]) -> str:
+    needed = [m for t in theorems for m in SHAPE_IMPORTS[t.shape]]
+    return "".join(f" {m}" for m in LIBRARY_ORDER if m in needed)
+
+
 def render_coq(theorems: Sequence[ClaimTheorem], run_sha: str) -> str:
     """The ``.v`` text of a run's claim theorems (refuses duplicates and forbidden tokens)."""
     names = check_theorem_list(theorems)
     bundle = "I"
     for name in reversed(names):
         bundle = f"conj {name} ({bundle})" if bundle != "I" else f"conj {name} I"
-    shapes = {t.shape for t in theorems}
-    needed = [m for t in theorems for m in SHAPE_IMPORTS[t.shape]]
-    extra = "".join(f" {m}" for m in LIBRARY_ORDER if m in needed)
     text = template("run.v.j2").render(version=__version__, run_sha=run_sha, module=coq_module(run_sha),
-                              theorems=list(theorems), bundle=bundle, extra_imports=extra,
+                              theorems=list(theorems), bundle=bundle, extra_imports=_imports(theorems),
                               checked=any(t.definitions for t in theorems))
     bad = lint_source(text)
     if bad:
         raise ObligationError(f"rendered claim theorems contain {bad}")
+    return text
+
+
+def render_guard(lowered: Sequence[ClaimTheorem], run_sha: str) -> str:
+    """The mutation guard's ``.v`` text: for each theorem (its bound already lowered, see
+    :func:`witprobe.formal.claim_theorems.lowered_theorem`), its definitions, then its statement as
+    a ``Goal`` whose original proof script must fail (``Fail (proof).``)."""
+    check_theorem_list(lowered)
+    text = template("guard.v.j2").render(version=__version__, run_sha=run_sha, module=coq_module(run_sha) + "_guard",
+                                theorems=[(t, t.proof.rstrip().rstrip(".")) for t in lowered],
+                                extra_imports=_imports(lowered), checked=any(t.definitions for t in lowered))
+    bad = lint_source(text)
+    if bad:
+        raise ObligationError(f"rendered guard contains {bad}")
     return text

@@ -1,0 +1,124 @@
+"""The kernel decides the bound: the mutation guard and the reflective box checker.
+
+A per-run theorem certifies its claim only if the kernel decided the number ``B``: the same
+statement with ``B`` lowered (to ``max(realized, B/2)``) must be rejected. These tests run the guard
+(``certify.kernels.mutation_guard``) on three theorems: an honest centred claim and a box claim
+decided by ``BoxCheck.check_layer`` (both must stay ``kernel_checked`` with the guard ``rejected``),
+and the hollow box claim witprobe shipped before (its hypothesis was the certificate at level ``B``
+itself, so it held for every ``B``: the guard must mark it ``lemma_checked``). The guard itself is
+broken once (a "lowering" that lowers nothing) and the honest theorems then fail it.
+
+They need ``coqc``; under CI a missing Coq is a failure, never a skip.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import pytest
+
+from witprobe.calculus import rounding
+from witprobe.certify import kernels
+from witprobe.certify.box_certificate import layer_data
+from witprobe.certify.run_record import BoxRow, BoxRows
+from witprobe.formal import coq_runner
+from witprobe.formal.claim_theorems import (UNIT_DEN, ClaimTheorem, ClaimTheoremError, Constant, LeanSide,
+                                            boxsup_theorem, guard_units, lowered_theorem)
+
+COQC, COQ_WHY = coq_runner.find_coqc()
+if COQC is None and os.environ.get("CI"):
+    raise RuntimeError(f"CI must run the Coq tests, but {COQ_WHY}")
+needs_coq = pytest.mark.skipif(COQC is None, reason=f"no Coq here: {COQ_WHY}")
+RUN_SHA = "ab" * 32
+
+
+def _units(x: float) -> int:
+    return rounding.to_units_up(rounding.up(x))
+
+
+def centred_theorem(c: float, b: float, realized: float | None = None) -> ClaimTheorem:
+    cc, bb = Constant("C", _units(c), "test radius"), Constant("B", _units(b), "test bound")
+    stmt = (f"forall (n : nat) (s s' : nat -> R),\n  (forall t, (t < n)%nat -> Rabs (s t - s' t) <= {cc.coq}) ->\n"
+            f"  tv n (softmax n s) (softmax n s') <= {bb.coq}")
+    return ClaimTheorem("L00.attn_tv", "L00_attn_tv", "centred", "score", stmt,
+                        "apply centred_claim; [lra | unfold tanh; interval with (i_prec 60)].", (cc, bb), ("C",),
+                        ("Witprobe.Claims.centred_claim",), "", "", (), LeanSide("evict", 0, bb.value),
+                        realized_units=None if realized is None else _units(realized))
+
+
+def hollow_box_theorem(b: float) -> ClaimTheorem:
+    """The box claim as witprobe stated it before this guard: the certificate at level ``B`` is
+    the hypothesis, so the theorem is the library lemma and holds for every ``B``."""
+    bb = Constant("B", _units(b), "test bound")
+    stmt = ("forall (n : nat) (s s' r : nat -> R),\n  (0 < n)%nat ->\n"
+            "  (forall t, (t < n)%nat -> Rabs (s t - s' t) <= r t) ->\n"
+            f"  box_certificate n (softmax n s') r {bb.coq} ->\n  tv n (softmax n s) (softmax n s') <= {bb.coq}")
+    return ClaimTheorem("L01.attn_tv", "L01_attn_tv", "boxsup", "boxsup", stmt,
+                        "intros n s s' r Hn Hd Hc; exact (tv_le_box n s s' r _ Hn Hd Hc).", (bb,), ("B",),
+                        ("Witprobe.BoxSup.tv_le_box",), "", "", (), LeanSide("evict", 0, bb.value))
+
+
+def checked_box_theorem(b: float) -> ClaimTheorem:
+    """A box claim decided by the checker: one row, two keys of mass 1/2 at radius 1 (its box bound
+    at 4 grid intervals is 0.528 in float64), and a cap of 0.1 for every other row."""
+    rows = BoxRows(rows_seen=10, dropped_c_max=0.1,
+                   rows=[BoxRow(c_max=1.0, bound=0.53, intervals=4, heavy=[0.5, 1.0], buckets=[[0.5, 1.0]])])
+    data = layer_data(rows, rounding.up(1e-12), 2, "test")
+    return boxsup_theorem("L02.attn_tv", _units(b), "banded", data.rows_coq, data.cap_units)
+
+
+def test_guard_units_lower_to_realized_or_half_and_refuse_when_impossible():
+    th = centred_theorem(0.2, 0.1)
+    b = th.constants[1].units
+    assert guard_units(th) == b // 2
+    assert guard_units(dataclasses.replace(th, realized_units=b - 5)) == b - 5
+    assert guard_units(dataclasses.replace(th, realized_units=b // 4)) == b // 2
+    with pytest.raises(ClaimTheoremError, match="within one unit"):
+        guard_units(dataclasses.replace(th, realized_units=b))
+
+
+def test_lowered_theorem_replaces_b_in_the_statement_and_the_proof_only():
+    th = checked_box_theorem(0.6)
+    b, cap = th.constants
+    low = lowered_theorem(th, 7)
+    assert f"(7 / {UNIT_DEN})" in low.statement and b.coq not in low.statement
+    assert f"7%Z {UNIT_DEN}%Z" in low.proof and f"{b.units}%Z" not in low.proof
+    assert cap.coq in low.statement and low.definitions == th.definitions
+    assert [c.units for c in low.constants] == [7, cap.units]
+
+
+@needs_coq
+def test_the_guard_keeps_decided_claims_and_demotes_a_hollow_one():
+    ths = [centred_theorem(0.2, math_tanh_up(0.1)), hollow_box_theorem(0.3), checked_box_theorem(0.53)]
+    out = kernels.coq_check("auto", ths, RUN_SHA)
+    st = out.statuses
+    assert st["L00_attn_tv"].status == coq_runner.KERNEL_CHECKED, st["L00_attn_tv"]
+    assert st["L00_attn_tv"].guard.status == "rejected"
+    assert st["L02_attn_tv"].status == coq_runner.KERNEL_CHECKED, st["L02_attn_tv"]
+    assert st["L02_attn_tv"].guard.status == "rejected"
+    assert st["L02_attn_tv"].guard.lowered_units == ths[2].constants[0].units // 2
+    assert st["L01_attn_tv"].status == coq_runner.LEMMA_CHECKED, st["L01_attn_tv"]
+    assert st["L01_attn_tv"].guard.status == "accepted" and "does not decide its bound" in st["L01_attn_tv"].reason
+
+
+@needs_coq
+def test_the_checker_rejects_a_box_bound_its_rows_do_not_support():
+    """0.50 is below the row's box bound at 4 intervals (0.528): the kernel computes false."""
+    out = kernels.coq_check("auto", [checked_box_theorem(0.50)], RUN_SHA)
+    st = out.statuses["L02_attn_tv"]
+    assert st.status == coq_runner.REJECTED, st
+
+
+@needs_coq
+def test_a_broken_guard_that_lowers_nothing_fails_the_honest_claims(monkeypatch):
+    monkeypatch.setattr(kernels, "lowered_theorem", lambda th, units: th)
+    out = kernels.coq_check("auto", [centred_theorem(0.2, math_tanh_up(0.1))], RUN_SHA)
+    st = out.statuses["L00_attn_tv"]
+    assert st.status == coq_runner.LEMMA_CHECKED and st.guard.status == "accepted", st
+
+
+def math_tanh_up(x: float) -> float:
+    import math
+
+    return math.tanh(x) * (1 + 1e-9)
