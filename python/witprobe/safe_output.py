@@ -410,7 +410,7 @@ def check_replaceable(out: Path | str, force: bool, tool: str | None = None) -> 
     except FileNotFoundError:
         return
     except OSError as e:
-        raise OutputRefused(f"cannot write {out}: {_why(e)}") from None
+        raise OutputRefused(f"cannot write {out}: {_blocked(out, e)}") from None
     if stat.S_ISLNK(st.st_mode):
         raise OutputRefused(f"{out} is a symbolic link; witprobe writes only into real directories")
     if not stat.S_ISDIR(st.st_mode):
@@ -425,15 +425,19 @@ def check_replaceable(out: Path | str, force: bool, tool: str | None = None) -> 
         raise OutputRefused(f"--force replaces only files witprobe wrote: {e}; nothing was removed") from None
 
 
+def _blocked(out: Path, e: OSError) -> str:
+    """Why ``out`` cannot be reached: the ancestor that is a file, or the system's reason."""
+    anc = out.parent
+    while not os.path.lexists(anc) and anc != anc.parent:
+        anc = anc.parent
+    return f"{anc} is not a directory" if os.path.lexists(anc) and not anc.is_dir() else _why(e)
+
+
 def _check_parent(out: Path) -> None:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        anc = out.parent
-        while not anc.exists() and anc != anc.parent:
-            anc = anc.parent
-        why = f"{anc} is not a directory" if anc.exists() and not anc.is_dir() else _why(e)
-        raise OutputRefused(f"cannot write {out}: {why}") from None
+        raise OutputRefused(f"cannot write {out}: {_blocked(out, e)}") from None
     if not os.access(out.parent, os.W_OK | os.X_OK):
         raise OutputRefused(f"cannot write {out}: {out.parent} is not writable")
 
