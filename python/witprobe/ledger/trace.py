@@ -16,7 +16,7 @@ One recording of SmolLM2-135M-Instruct (greedy, batched, left-padded) yields two
     conservative). ``replay`` expands it to entry reads (:func:`witprobe.ledger.replay.expand_reads`).
 
 ``manifest.json`` records the model provenance, prompts, prompt lengths and the command.
-Regenerate with ``python -m witprobe.ledger record --out tests/fixtures/ledger``.
+Regenerate with ``python -m witprobe.ledger record --out tests/fixtures/ledger --force``.
 """
 
 from __future__ import annotations
