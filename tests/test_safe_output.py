@@ -164,6 +164,18 @@ def test_certify_force_refuses_a_look_alike_manifest(tmp_path, manifest):
              expect="only files witprobe wrote")
 
 
+@pytest.mark.parametrize("schema", [None, "witprobe-output/0", "witprobe-run/1"])
+def test_a_manifest_with_the_right_hashes_but_not_witprobes_schema_is_not_trusted(tmp_path, schema):
+    d = tmp_path / "mine"
+    _user_files(d)
+    man = {"tool": "witprobe.certify run", "files": {n: safe_output.sha256_file(d / n) for n in ("NOTES.md", "main.py")}}
+    if schema is not None:
+        man["schema"] = schema
+    (d / MANIFEST).write_text(json.dumps(man))
+    _refused(tmp_path, "witprobe.certify", "run", *FAST_RUN, "--out", str(d), "--force",
+             expect="is not a manifest witprobe wrote")
+
+
 def test_simulate_force_refuses_a_look_alike_manifest_json(tmp_path):
     d = tmp_path / "mine"
     _user_files(d)
