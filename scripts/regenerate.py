@@ -40,7 +40,7 @@ class Step:
 PY = sys.executable
 STEPS: tuple[Step, ...] = (
     Step("coverage", ("artifacts/coverage",),
-         (PY, "-m", "witprobe.certify", "coverage", "--out", "artifacts/coverage"), minutes=3),
+         (PY, "-m", "witprobe.certify", "coverage", "--out", "artifacts/coverage", "--force"), minutes=3),
     Step("query_aligned", ("artifacts/query_aligned/smollm2-int8-qa48",),
          (PY, "-m", "witprobe.certify", "run", "--query-aligned", "48", "--out",
           "artifacts/query_aligned/smollm2-int8-qa48", "--force", "--quiet"), minutes=4),

@@ -57,7 +57,7 @@ def _usage_cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
         "unwritable output": (["--model", "qwen3", "--out", "/proc/witprobe-run"], "cannot write"),
         "non-empty output without --force": (["--model", "qwen3", "--out", str(tmp / "user")], "not empty"),
         "--force on a directory that is not a run": (["--model", "qwen3", "--out", str(tmp / "user"), "--force"],
-                                                     "only a witprobe run directory"),
+                                                     "only files witprobe wrote"),
         "zero new tokens": (["--model", "qwen3", "--max-new-tokens", "0"], "max_new_tokens"),
     }
 
@@ -95,7 +95,7 @@ def test_force_replaces_a_run_and_removes_only_what_witprobe_wrote(tmp_path, cap
 def test_force_never_empties_the_current_directory(tmp_path):
     (tmp_path / "keep.txt").write_text("x")
     p = _py("witprobe.certify", "run", *FAST, "--out", ".", "--force", cwd=tmp_path)
-    assert p.returncode == 2 and "only a witprobe run directory" in _one_line_error(p.stderr)
+    assert p.returncode == 2 and "only files witprobe wrote" in _one_line_error(p.stderr)
     assert sorted(x.name for x in tmp_path.iterdir()) == ["keep.txt"]
 
 
@@ -227,7 +227,7 @@ def test_ledger_force_refuses_a_directory_it_did_not_write(tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "data.csv").write_text("1,2")
     p = _py("witprobe.ledger", "simulate", "--out", str(tmp_path / "mine"), "--force", "--ranks", "1")
-    assert p.returncode == 2 and "is not a ledger simulate run" in _one_line_error(p.stderr)
+    assert p.returncode == 2 and "only files witprobe wrote" in _one_line_error(p.stderr)
     assert (tmp_path / "mine" / "data.csv").read_text() == "1,2"
 
 

@@ -167,6 +167,10 @@ def run_handler(handler: Callable[[argparse.Namespace], int], args: argparse.Nam
         traceback.print_exc()
         print("internal error (exit 4)", file=sys.stderr)
         return EXIT_INTERNAL
+    finally:
+        safe_output = sys.modules.get("witprobe.safe_output")
+        if safe_output is not None:
+            safe_output.release_all()  # output locks a command held until its end
 
 
 class _Trail:

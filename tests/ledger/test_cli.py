@@ -37,7 +37,7 @@ def test_force_replaces_only_a_simulate_run(tmp_path):
     d.mkdir()
     (d / "notes.txt").write_text("not witprobe's")
     p = _run("simulate", "--out", str(d), "--force")
-    assert p.returncode == 2 and "not a ledger simulate run" in p.stderr
+    assert p.returncode == 2 and "only files witprobe wrote" in p.stderr and "notes.txt" in p.stderr
     assert (d / "notes.txt").read_text() == "not witprobe's"
 
 
@@ -87,9 +87,9 @@ def test_interrupted_simulate_leaves_nothing(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and not list(tmp_path.glob(".run.partial-*/journal.rank*.sqlite")):
+    while time.monotonic() < deadline and not list(tmp_path.glob(".run.witprobe-*/journal.rank*.sqlite")):
         time.sleep(0.2)
-    assert list(tmp_path.glob(".run.partial-*/journal.rank*.sqlite")), "the run never started writing"
+    assert list(tmp_path.glob(".run.witprobe-*/journal.rank*.sqlite")), "the run never started writing"
     time.sleep(1.0)  # mid-run: the ranks are writing their journals
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)

@@ -39,6 +39,7 @@ from witprobe.campaign.adjudication import Comparison, Run, adjudicate
 from witprobe.ledger.derive import derive_rank
 from witprobe.ledger.acceptance import run_gate
 from witprobe.ledger.simulate import SimConfig, load_trace, run_rank, write_manifest
+from witprobe.safe_output import atomic_write
 
 FIELDS: tuple[str, ...] = (
     "invalidation", "pool_extra_tokens", "concurrency", "code", "seed", "trace", "accounts", "decode_steps",
@@ -170,7 +171,5 @@ def run_campaign(out: Path, base: SimConfig) -> dict[str, Any]:
             "command": "python -m witprobe.ledger campaign" + (f" --decode-steps {base.decode_steps}" if base.decode_steps else ""),
             "config": config, "arms": {k: v.as_dict() for k, v in arms.items()}, "findings": findings,
             "tier": "empirical"}
-    tmp = out / (FINDINGS_FILE + ".tmp")
-    tmp.write_text(json.dumps(body, indent=1) + "\n")
-    tmp.replace(out / FINDINGS_FILE)
+    atomic_write(out / FINDINGS_FILE, json.dumps(body, indent=1) + "\n")
     return body

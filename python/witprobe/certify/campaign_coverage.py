@@ -9,8 +9,6 @@ Table 1 shape). Each model's directory is written atomically; the table is writt
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +18,17 @@ from witprobe.certify.measure import MeasureConfig, measure
 from witprobe.certify.pipeline import write_run_dir
 from witprobe.certify.progress import Progress
 from witprobe.models.zoo import MODELS, load_model
+from witprobe.safe_output import write_into
 
 COVERAGE_MODELS = ("smollm2", "qwen3", "mla", "mla-dsa", "v4", "kda", "mla-smollm2")
+COVERAGE_TOOL = "witprobe.certify coverage"
+COVERAGE_FILES = ("coverage.json", "COVERAGE.md")
+"""The tables ``coverage`` writes into ``--out`` (recorded in its manifest, :mod:`witprobe.safe_output`)."""
 
 
 def _atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    write_into(path.parent, path.name, text, COVERAGE_TOOL)
 
 
 def run_coverage(out: Path, models: tuple[str, ...] = COVERAGE_MODELS, codec: str = "int8", bands: int = 4,

@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from witprobe.cliutil import (EXIT_INTERNAL, EXIT_USAGE, UsageError, add_version, check_writable,
+from witprobe.cliutil import (EXIT_INTERNAL, EXIT_USAGE, UsageError, add_version,
                               quiet_third_party, read_with, run_handler, wants_quiet)
 from witprobe.probe.errors import MeterInputError
 
@@ -89,7 +89,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="auto: kernel-check the claim theorems with Coq if found; required: exit 3 without Coq; "
                         "off: never (default: %(default)s)")
     r.add_argument("--force", action="store_true",
-                   help="replace an existing witprobe run directory (refused for any other directory)")
+                   help="replace a run directory certify run wrote, removing only its unchanged files "
+                        "(refused if anything else is there)")
     r.add_argument("--quiet", action="store_true", help="no progress on stderr (third-party progress bars included)")
     c = sub.add_parser("check", help="re-derive a run directory's certificate from its run.json and compare")
     c.add_argument("dir", type=Path)
@@ -98,11 +99,13 @@ def _parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="write a self-contained report.html (inline CSS and SVG plots) of a run directory")
     rep.add_argument("dir", type=Path)
     rep.add_argument("--out", type=Path, default=None, metavar="FILE", help="the page to write (default: DIR/report.html)")
+    rep.add_argument("--force", action="store_true", help="replace an existing --out FILE")
     sub.add_parser("doctor", help="report the environment: torch, transformers, Lean, Triton, GPU")
     sch = sub.add_parser("schema", help="print the JSON Schema of run.json or certificate.json (generated from the "
                                         "record types)")
     sch.add_argument("--certificate", action="store_true", help="certificate.json's schema instead of run.json's")
     sch.add_argument("--out", type=Path, default=None, metavar="FILE", help="write it to FILE instead of stdout")
+    sch.add_argument("--force", action="store_true", help="replace an existing --out FILE")
     cov = sub.add_parser("coverage", help="certify every zoo configuration and write the coverage table")
     cov.add_argument("--out", type=Path, default=Path("artifacts") / "coverage")
     cov.add_argument("--models", nargs="+", default=None, choices=sorted(MODELS))
@@ -110,6 +113,8 @@ def _parser() -> argparse.ArgumentParser:
     cov.add_argument("--max-new-tokens", type=int, default=24)
     cov.add_argument("--lean", choices=("auto", "required", "off"), default="auto")
     cov.add_argument("--coq", choices=("auto", "required", "off"), default="auto")
+    cov.add_argument("--force", action="store_true", help="replace the run directories and tables a previous "
+                     "coverage wrote in --out (refused if they changed)")
     cov.add_argument("--quiet", action="store_true")
     return p
 
@@ -259,7 +264,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from witprobe.certify.html_report import write_report
 
-    written = write_report(args.dir, args.out)
+    written = write_report(args.dir, args.out, force=args.force)
     print(f"wrote {written}")
     return EXIT_OK
 
@@ -295,31 +300,29 @@ def _cmd_schema(args: argparse.Namespace) -> int:
     if args.out is None:
         sys.stdout.write(text)
         return EXIT_OK
-    if args.out.is_dir():
-        raise UsageError(f"--out {args.out} is a directory; name the file to write")
-    if not args.out.parent.is_dir():
-        raise UsageError(f"--out {args.out}: the directory {args.out.parent} does not exist")
-    check_writable(args.out)
-    tmp = args.out.with_name(f".{args.out.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, args.out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    from witprobe.safe_output import write_file
+
+    write_file(args.out, text, force=args.force)
     print(f"wrote {args.out}")
     return EXIT_OK
 
 
 def _cmd_coverage(args: argparse.Namespace) -> int:
     from witprobe.certify.campaign_coverage import COVERAGE_MODELS, run_coverage
+    from witprobe.certify.campaign_coverage import COVERAGE_FILES
     from witprobe.certify.pipeline import prepare_output
     from witprobe.certify.progress import Progress
+    from witprobe.safe_output import check_into, check_replaceable, hold
 
     if args.quiet:
         quiet_third_party()
     models = tuple(args.models) if args.models else COVERAGE_MODELS
-    for name in models:  # before any measurement: every run directory can be replaced
-        prepare_output(args.out / f"{name}-{args.codec}", force=True)
+    hold(args.out)  # before any measurement: one writer, and every file it replaces is witprobe's
+    if args.out.is_dir() and any(args.out.iterdir()) and not args.force:
+        check_replaceable(args.out, False)  # refuses: not empty, pass --force
+    check_into(args.out, COVERAGE_FILES)
+    for name in models:
+        prepare_output(args.out / f"{name}-{args.codec}", force=args.force)
     if args.lean == "required" and _lean_missing():
         print(f"error: --lean required but {_lean_missing()}", file=sys.stderr)
         return EXIT_NO_LEAN

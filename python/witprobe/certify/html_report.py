@@ -27,8 +27,6 @@ from __future__ import annotations
 import html
 import io
 import math
-import os
-import tempfile
 from dataclasses import dataclass, fields
 from fractions import Fraction
 from pathlib import Path
@@ -746,30 +744,22 @@ def render_html(rep: Report) -> str:
     return "\n".join(out)
 
 
-def write_report(directory: Path, out: Path | None = None, render: Callable[[Report], str] = render_html) -> Path:
+def write_report(directory: Path, out: Path | None = None, render: Callable[[Report], str] = render_html,
+                 force: bool = False) -> Path:
     """Validate, render, then write ``out`` (default ``DIR/report.html``) through a temporary file
-    renamed into place; returns the path written."""
+    renamed into place (:mod:`witprobe.safe_output`); returns the path written.
+
+    ``DIR/report.html`` is recorded in the run directory's manifest and replaced only while it is
+    the page witprobe wrote; an ``--out FILE`` that exists is replaced only with ``force``."""
+    from witprobe.certify.pipeline import RUN_TOOL
+    from witprobe.safe_output import check_into, check_new_file, write_file, write_into
+
     directory = Path(directory)
-    target = Path(out) if out is not None else directory / REPORT_FILE
+    if out is None:
+        check_into(directory, [REPORT_FILE])
+    else:
+        check_new_file(out, force)
     text = render(load_report(directory))  # every read and check before anything is written
-    if target.is_dir():
-        raise UsageError(f"cannot write {target}: it is a directory")
-    if not target.parent.is_dir():
-        raise UsageError(f"cannot write {target}: {target.parent} is not a directory")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    except OSError as e:
-        raise UsageError(f"cannot write {target}: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; the page is ordinary output
-        os.replace(tmp, target)
-    except OSError as e:
-        raise UsageError(f"cannot write {target}: {e.strerror or e}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return target
+    if out is None:
+        return write_into(directory, REPORT_FILE, text, RUN_TOOL)
+    return write_file(out, text, force=force)

@@ -1,20 +1,17 @@
 """Glue of ``certify run``: from a run record to a written run directory.
 
-The directory is assembled in a temporary sibling folder and renamed into place only when every
-file is complete, so a failed or interrupted run leaves nothing half-written behind.
-
-A *witprobe run directory* is one whose ``run.json`` is a ``witprobe-run/*`` record and which holds
-nothing but the files a run writes (:data:`RUN_FILES`, in :data:`RUN_SUBDIRS`). ``--force`` replaces
-only such a directory, and removes only those files: anything else in it (or a directory without
-a run record) makes the command refuse before any measurement.
+The directory is written through :mod:`witprobe.safe_output`: assembled in a fresh private
+sibling folder and renamed into place only when every file is complete (a failed or interrupted
+run leaves nothing half-written behind), with a manifest of the files and their SHA-256.
+``--force`` replaces only a directory whose every file ``certify run`` wrote and nobody changed
+since (its manifest says so), and removes only those files: anything else in it (a foreign file,
+a symbolic link, a modified file, a directory without that manifest) makes the command refuse
+before any measurement. A second writer on the same directory fails at once (exit 2).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,10 +20,11 @@ from witprobe.certify.certificate import OBLIGATIONS_FILE, assemble, canonical_j
 from witprobe.certify.derive import Derivation, as_run, derive
 from witprobe.certify.run_record import RunRecord
 from witprobe.certify.kernels import KernelOutcomes, coq_check, lean_check, lean_real_check
-from witprobe.cliutil import UsageError, check_writable
+from witprobe.cliutil import check_writable
 from witprobe.formal.render import render_run
 from witprobe.formal.render_coq import COQ_FILE, render_coq
 from witprobe.formal.render_lean_real import LEAN_REAL_FILE, render_lean_real
+from witprobe.safe_output import MANIFEST, check_replaceable, hold, new_output_dir
 
 
 REPORT_FILE = "report.html"
@@ -35,16 +33,14 @@ RUN_FILES = ("run.json", "certificate.json", COQ_FILE, LEAN_REAL_FILE, OBLIGATIO
 """Every file a run writes, relative to the run directory (with the report ``certify report`` adds)."""
 RUN_SUBDIRS = tuple(sorted({str(Path(f).parent) for f in RUN_FILES} - {"."}))
 RUN_SCHEMA_PREFIX = "witprobe-run/"
-
-
-class OutputExists(UsageError, FileExistsError):
-    """The output directory exists and may not be replaced (not empty without ``--force``, or not
-    a witprobe run directory)."""
+RUN_TOOL = "witprobe.certify run"
+"""The tool named in a run directory's manifest (:mod:`witprobe.safe_output`)."""
 
 
 def foreign_entries(out: Path) -> list[str]:
-    """Entries under ``out`` that a run does not write (relative paths, sorted)."""
-    known = set(RUN_FILES) | set(RUN_SUBDIRS)
+    """Entries under ``out`` that a run does not write (relative paths, sorted; by name only: what
+    ``--force`` may remove is decided by :mod:`witprobe.safe_output`, never by this)."""
+    known = set(RUN_FILES) | set(RUN_SUBDIRS) | {MANIFEST}
     found = []
     for p in sorted(out.rglob("*")):
         rel = p.relative_to(out).as_posix()
@@ -127,59 +123,21 @@ def produce(run: RunRecord | dict[str, Any], lean_mode: str, workdir: Path, lean
 
 
 def prepare_output(out: Path, force: bool) -> None:
-    """Check, before any measurement, that ``out`` can be written.
+    """Check, before any measurement, that ``out`` can be written, and take its writer's lock
+    (held until the command ends: a second writer on ``out`` fails at once, exit 2).
 
-    An existing non-empty ``out`` is refused unless ``force``, and even then unless it is a
-    witprobe run directory; the place it is written in must accept a new directory.
+    An existing non-empty ``out`` is refused unless ``force``, and even then unless every file in
+    it is one ``certify run`` wrote, unchanged (:func:`witprobe.safe_output.check_replaceable`).
     """
-    if out.exists() or out.is_symlink():
-        if not out.is_dir() or out.is_symlink():
-            raise OutputExists(f"{out} exists and is not a directory")
-        if any(out.iterdir()):
-            if not force:
-                raise OutputExists(f"{out} is not empty; choose another --out or pass --force to replace it")
-            problem = run_dir_problem(out)
-            if problem:
-                raise OutputExists(f"--force replaces only a witprobe run directory: {problem}")
+    check_replaceable(out, force, RUN_TOOL)
     check_writable(out)
-
-
-def _remove_run_files(d: Path) -> None:
-    """Remove the files a run writes, then the emptied folders (nothing else is touched)."""
-    for rel in RUN_FILES:
-        (d / rel).unlink(missing_ok=True)
-    for rel in RUN_SUBDIRS:
-        if (d / rel).is_dir():
-            (d / rel).rmdir()
-    d.rmdir()
+    hold(out)
+    check_replaceable(out, force, RUN_TOOL)  # again, under the lock
 
 
 def write_run_dir(run: RunRecord | dict[str, Any], out: Path, lean_mode: str, force: bool = False,
                   coq_mode: str = "auto") -> Produced:
-    """Produce the run directory atomically at ``out``."""
-    prepare_output(out, force)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    old: Path | None = None
-    try:
+    """Produce the run directory atomically at ``out`` (:func:`witprobe.safe_output.new_output_dir`)."""
+    with new_output_dir(out, RUN_TOOL, force) as tmp:
         produced = produce(run, lean_mode, tmp, coq_mode=coq_mode)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp creates 0700; the run directory is ordinary output
-        prepare_output(out, force)  # again: the directory may have changed while we measured
-        if out.exists() and any(out.iterdir()):
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            os.replace(out, old)  # a verified run directory, moved aside whole
-        os.replace(tmp, out)  # onto a missing or empty directory
-        if old is not None:
-            _remove_run_files(old)
-            old = None
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)  # our own temp folder
-        if old is not None and old.exists():  # interrupted after the old run was moved aside
-            if out.exists():
-                _remove_run_files(old)  # the new run is in place; the old one was verified ours
-            else:
-                os.replace(old, out)  # put the old run back
     return produced

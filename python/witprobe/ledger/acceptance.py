@@ -407,10 +407,14 @@ def evaluate(d: Path) -> GateVerdict:
 
 
 def run_gate(d: Path, write: bool = True) -> GateVerdict:
-    """Evaluate run directory ``d`` and write ``gate.json`` there (atomically)."""
+    """Evaluate run directory ``d`` and write ``gate.json`` there (:func:`witprobe.safe_output.write_into`:
+    atomically, recorded in ``d``'s manifest, and never over a file witprobe did not write)."""
+    from witprobe.safe_output import check_into, write_into
+
+    if write:
+        check_into(d, [GATE_FILE])
     rep = evaluate_journal(d)
     if write:
-        tmp = d / (GATE_FILE + ".tmp")
-        tmp.write_text(json.dumps(rep.as_dict(), indent=1, sort_keys=False, default=str) + "\n")
-        tmp.replace(d / GATE_FILE)
+        write_into(d, GATE_FILE, json.dumps(rep.as_dict(), indent=1, sort_keys=False, default=str) + "\n",
+                   "witprobe.ledger gate")
     return rep

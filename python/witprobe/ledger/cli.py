@@ -10,10 +10,14 @@ Exit codes:
 130   interrupted (SIGINT): nothing half-written is left behind
 ====  ==========================================================================================
 
-``simulate`` builds its run in a temporary sibling directory ``.NAME.partial-PID`` and renames it
-to ``--out`` only once every rank has finished, so an interrupted or failed run leaves no
-half-written output. ``--force`` replaces an existing output only if it is empty or a previous
-``simulate`` run (it has that run's ``manifest.json``); it never deletes anything else.
+Every command writes through :mod:`witprobe.safe_output`. ``simulate``, ``campaign``, ``record``
+and ``live`` build their output in a fresh private sibling directory and rename it to ``--out``
+only once complete, so an interrupted or failed run leaves no half-written output. ``--force``
+replaces an existing output only if the same command wrote every file in it and none changed
+since (its ``.witprobe-output.json`` manifest lists them with their SHA-256); it removes only
+those files and refuses (exit 2) when anything else is there. A second writer on the same
+output fails at once (exit 2). ``--out FILE`` (``replay``, ``reads``, ``sentinel``) never
+replaces an existing file without ``--force``.
 ``verify`` exits 0 only for a valid, closed journal; a valid journal without its ``close`` record
 (the writer did not shut down) is reported as ``unclosed`` with exit 1.
 """
@@ -21,17 +25,16 @@ half-written output. ``--force`` replaces an existing output only if it is empty
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
-import shutil
 import sys
 from fractions import Fraction
 from pathlib import Path
 
+from witprobe import safe_output
 from witprobe.cliutil import EXIT_USAGE, InputError, add_version, read_json_object, run_handler
 
 EXIT_OK, EXIT_FAIL = 0, 1
+SIMULATE_TOOL = "witprobe.ledger simulate"
 
 
 def _family_map(text: str, cast=float) -> dict[str, float]:
@@ -70,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--max-rows", type=int, default=3, help="rows per batch at most (default: %(default)s)")
     s.add_argument("--seed", type=int, default=0, help="scheduler seed (default: %(default)s)")
     s.add_argument("--fault", choices=FAULTS, default="none", help="inject a fault the gate must catch (default: none)")
-    s.add_argument("--force", action="store_true", help="replace an existing output directory")
+    s.add_argument("--force", action="store_true", help="replace a run simulate wrote (only its unchanged files)")
     s.add_argument("--quiet", action="store_true")
     g = sub.add_parser("gate", help="decide the twelve criteria of a run directory (JSON on stdout, exit code = verdict)")
     g.add_argument("dir", type=Path)
@@ -80,9 +83,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("trace", type=Path)
     r.add_argument("--thresholds", type=lambda t: tuple(float(x) for x in t.split(",")), default=THRESHOLDS)
     r.add_argument("--out", type=Path, default=None, help="write the sweep as JSON here")
+    r.add_argument("--force", action="store_true", help="replace an existing --out FILE")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     rec = sub.add_parser("record", help="record a trace from SmolLM2 (writes.parquet, witness.parquet, manifest.json)")
-    rec.add_argument("--out", type=Path, default=DEFAULT_FIXTURE)
+    rec.add_argument("--out", type=Path, required=True, help="output directory (the test fixture is tests/fixtures/ledger)")
+    rec.add_argument("--force", action="store_true", help="replace a trace record wrote there before")
     st = sub.add_parser("sentinel", help="sampling sentinel: corrupt B pool blocks, measure detection latency against n(delta)")
     st.add_argument("--corrupt", type=int, default=4, help="corrupted blocks B per trial (default: %(default)s)")
     st.add_argument("--draws", type=int, default=8, help="blocks r drawn per round, with replacement (default: %(default)s)")
@@ -93,16 +98,18 @@ def _parser() -> argparse.ArgumentParser:
     st.add_argument("--trace", type=Path, default=DEFAULT_FIXTURE, help="recorded trace that fills the pool")
     st.add_argument("--decode-steps", type=int, default=4, help="decode steps per request while filling the pool (default: %(default)s)")
     st.add_argument("--out", type=Path, default=None, help="also write the JSON result here")
+    st.add_argument("--force", action="store_true", help="replace an existing --out FILE")
     cp = sub.add_parser("campaign", help="discrimination campaign: 8 registered arms (invalidation x pool x concurrency), adjudicated")
     cp.add_argument("--out", type=Path, required=True, help="output directory (arms/, findings.json)")
     cp.add_argument("--trace", type=Path, default=DEFAULT_FIXTURE)
     cp.add_argument("--accounts", type=int, default=8)
     cp.add_argument("--decode-steps", type=int, default=None, help="decode steps per request (default: all recorded)")
     cp.add_argument("--seed", type=int, default=0)
-    cp.add_argument("--force", action="store_true", help="replace a previous campaign output")
+    cp.add_argument("--force", action="store_true", help="replace a campaign output (only its unchanged files)")
     e = sub.add_parser("reads", help="expand a recorded trace's witnesses to an entry-read Parquet trace")
     e.add_argument("--trace", type=Path, default=DEFAULT_FIXTURE)
     e.add_argument("--out", type=Path, required=True)
+    e.add_argument("--force", action="store_true", help="replace an existing --out FILE")
     from witprobe.serving.live import add_parser as add_live
 
     add_live(sub)
@@ -126,65 +133,16 @@ def _cmd_simulate(a: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     out = a.out.absolute()
-    try:
-        with _building(out, a.force, _is_simulate_run, "a ledger simulate run (no simulate manifest.json)") as tmp:
-            write_manifest(cfg, tmp, meta)
-            if cfg.ranks == 1:
-                run_rank(cfg, tmp, 0, progress=not a.quiet)
-            else:
-                run_replicas(cfg, tmp, progress=not a.quiet)
-    except _Refused as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+    safe_output.hold(out)  # one writer until the gate is written
+    with safe_output.new_output_dir(out, SIMULATE_TOOL, a.force) as tmp:
+        write_manifest(cfg, tmp, meta)
+        if cfg.ranks == 1:
+            run_rank(cfg, tmp, 0, progress=not a.quiet)
+        else:
+            run_replicas(cfg, tmp, progress=not a.quiet)
     rep = run_gate(out)
     print(json.dumps(rep.as_dict(), indent=1, default=str))
     return EXIT_OK if rep.passed else EXIT_FAIL
-
-
-class _Refused(Exception):
-    """The output cannot be created or replaced (a usage error)."""
-
-
-def _is_simulate_run(d: Path) -> bool:
-    try:
-        man = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(man, dict) and man.get("tool") == "witprobe.ledger simulate"
-
-
-@contextlib.contextmanager
-def _building(out: Path, force: bool, ours, what: str):
-    """Yield a fresh sibling directory; on success rename it to ``out`` (atomically), else remove it.
-
-    An existing ``out`` is replaced only if it is empty, or with ``force`` if ``ours(out)`` says
-    witprobe wrote it; anything else is refused (:class:`_Refused`) and left untouched.
-    """
-    if out.exists():
-        if not out.is_dir():
-            raise _Refused(f"{out} exists and is not a directory")
-        if any(out.iterdir()):
-            if not force:
-                raise _Refused(f"{out} exists and is not empty (use --force)")
-            if not ours(out):
-                raise _Refused(f"{out} is not {what}; --force replaces only those: remove it yourself")
-    tmp = out.parent / f".{out.name}.partial-{os.getpid()}"
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp.mkdir()
-    except OSError as e:
-        raise _Refused(f"cannot create the output directory next to {out}: {e}") from None
-    try:
-        yield tmp
-        old = out.parent / f".{out.name}.replaced-{os.getpid()}"
-        if out.exists():  # checked above: empty, or ours
-            out.rename(old)
-        tmp.rename(out)
-        if old.exists():
-            shutil.rmtree(old)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _cmd_campaign(a: argparse.Namespace) -> int:
@@ -199,12 +157,9 @@ def _cmd_campaign(a: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     out = a.out.absolute()
-    try:
-        with _building(out, a.force, lambda d: (d / FINDINGS_FILE).is_file(), "a ledger campaign (no findings.json)") as tmp:
-            body = run_campaign(tmp, base)
-    except _Refused as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+    safe_output.hold(out)
+    with safe_output.new_output_dir(out, "witprobe.ledger campaign", a.force) as tmp:
+        body = run_campaign(tmp, base)
     print(f"{'arm':<16} {'reads':>9} {'corrupted':>9} {'acc_pm':>6} {'evictions':>9} {'reuses':>6} {'hits':>5}  gate")
     for name, arm in body["arms"].items():
         g = arm["registered"]
@@ -233,6 +188,8 @@ def _cmd_sentinel(a: argparse.Namespace) -> int:
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    if a.out is not None:
+        safe_output.check_new_file(a.out, a.force)  # before the trials
     with tempfile.TemporaryDirectory(prefix="witprobe-sentinel-") as tmp:
         eng, _ = serve(cfg, Path(tmp))
     rec = eng.record
@@ -253,9 +210,7 @@ def _cmd_sentinel(a: argparse.Namespace) -> int:
     text = json.dumps(body, indent=1)
     print(text)
     if a.out is not None:
-        tmp_out = a.out.with_name(a.out.name + ".tmp")
-        tmp_out.write_text(text + "\n")
-        tmp_out.replace(a.out)
+        safe_output.write_file(a.out, text + "\n", force=a.force)
     print(f"sentinel: {'agrees' if res.agrees else 'DISAGREES'} with n(delta) = {n} "
           f"({res.detected_within_n:.4f} detected within n(delta), at least {res.min_detected_within_n:.4f} required)",
           file=sys.stderr)
@@ -304,6 +259,8 @@ def _cmd_replay(a: argparse.Namespace) -> int:
     from witprobe.ledger.replay import replay, write_report
     from witprobe.ledger.trace import TraceError
 
+    if a.out:
+        safe_output.check_new_file(a.out, a.force)  # before the sweep
     try:
         res = replay(a.trace, a.thresholds, progress=not a.quiet)
     except (TraceError, ValueError) as e:
@@ -315,14 +272,16 @@ def _cmd_replay(a: argparse.Namespace) -> int:
         print(f"{r['w_thr']:>7g} {r['retention']:>10.4f} {tv:>12} {r['median_request_retention']:>11.4f} {r['pagein_mib']:>12.1f}")
     print(f"{res.n_reads:,} entry reads in {res.wall_s:.2f} s ({res.n_reads / max(res.wall_s, 1e-9) / 1e6:.1f} M reads/s); sum delta = 0")
     if a.out:
-        write_report(res, a.out)
+        write_report(res, a.out, force=a.force)
     return EXIT_OK
 
 
 def _cmd_record(a: argparse.Namespace) -> int:
-    from witprobe.ledger.trace import record
+    from witprobe.ledger.trace import RECORD_TOOL, record
 
-    man = record(a.out)
+    safe_output.hold(a.out)
+    safe_output.check_replaceable(a.out, a.force, RECORD_TOOL)  # before loading the model
+    man = record(a.out, force=a.force)
     print(json.dumps({"out": str(a.out), "rows": man["rows"]}))
     return EXIT_OK
 
@@ -332,7 +291,7 @@ def _cmd_reads(a: argparse.Namespace) -> int:
     from witprobe.ledger.trace import TraceError
 
     try:
-        info = expand_reads(a.trace, a.out)
+        info = expand_reads(a.trace, a.out, force=a.force)
     except TraceError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -49,10 +49,17 @@ THRESHOLDS = (0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0, 1.5)
 READ_COLUMNS = ("request", "layer", "head", "step", "witness", "qn")
 
 
-def expand_reads(trace_dir: Path, out: Path, n_decode: int | None = None) -> dict[str, Any]:
-    """Expand ``witness.parquet`` to one row per entry read (every decode step reads its context)."""
+def expand_reads(trace_dir: Path, out: Path, n_decode: int | None = None, force: bool = False) -> dict[str, Any]:
+    """Expand ``witness.parquet`` to one row per entry read (every decode step reads its context).
+
+    ``out`` is a standalone output file (:func:`witprobe.safe_output.new_file`): an existing one is
+    replaced only with ``force``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from witprobe.safe_output import check_new_file, new_file
+
+    check_new_file(out, force)
 
     man = load_manifest(trace_dir)
     src = Path(trace_dir) / WITNESS_FILE
@@ -64,12 +71,11 @@ def expand_reads(trace_dir: Path, out: Path, n_decode: int | None = None) -> dic
     steps_total = int(man["n_decode"]) - 1 if n_decode is None else n_decode
     schema = pa.schema([("request", pa.uint16()), ("layer", pa.uint8()), ("head", pa.uint8()), ("step", pa.uint16()),
                         ("witness", pa.float16()), ("qn", pa.float16())])
-    tmp = out.with_suffix(out.suffix + ".tmp")
     n_rows = 0
     order = np.lexsort((col["position"], col["head"], col["layer"], col["request"]))
     col = {k: v[order] for k, v in col.items()}
     bounds = np.searchsorted(col["request"], np.arange(col["request"].max() + 2))
-    with pq.ParquetWriter(tmp, schema, compression="zstd", compression_level=1, use_dictionary=False) as w:
+    with new_file(out, force) as tmp, pq.ParquetWriter(tmp, schema, compression="zstd", compression_level=1, use_dictionary=False) as w:
         for r in range(len(bounds) - 1):
             sl = slice(bounds[r], bounds[r + 1])
             L = int(man["prompt_lengths"][r])
@@ -93,7 +99,6 @@ def expand_reads(trace_dir: Path, out: Path, n_decode: int | None = None) -> dic
                 "qn": Q[:, qpos].ravel(),
             }, schema=schema), row_group_size=1 << 20)
             n_rows += m * lh
-    tmp.replace(out)
     return {"reads": n_rows, "requests": len(bounds) - 1, "layers": n_layers, "heads": n_heads, "path": str(out)}
 
 
@@ -290,7 +295,8 @@ class _Bar:
             self.bar.close()
 
 
-def write_report(res: SweepResult, out: Path) -> None:
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text(json.dumps(res.as_dict(), indent=1) + "\n")
-    tmp.replace(out)
+def write_report(res: SweepResult, out: Path, force: bool = False) -> None:
+    """Write the sweep as JSON to ``out`` (an existing file is replaced only with ``force``)."""
+    from witprobe.safe_output import write_file
+
+    write_file(out, json.dumps(res.as_dict(), indent=1) + "\n", force=force)

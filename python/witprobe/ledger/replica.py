@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from witprobe.ledger.accounts import WRITE_KEYS
+from witprobe.safe_output import atomic_write
 
 COUPLING_FILE = "coupling.json"
 RENDEZVOUS_TIMEOUT_S = 300
@@ -73,9 +74,7 @@ def _worker(rank: int, world: int, cfg: Any, out: str, init_file: str, progress:
             diffs = compare(tables)
             body = {"backend": "gloo", "world_size": world, "nonce": int(box[0]), "identical": not diffs,
                     "accounts": len(tables[0]), "fields": list(WRITE_KEYS), "differences": diffs}
-            tmp = Path(out) / (COUPLING_FILE + ".tmp")
-            tmp.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
-            tmp.replace(Path(out) / COUPLING_FILE)
+            atomic_write(Path(out) / COUPLING_FILE, json.dumps(body, indent=1, sort_keys=True) + "\n")
         dist.barrier()
     finally:
         dist.destroy_process_group()

@@ -51,6 +51,7 @@ from witprobe.ledger.sentinel import BlockId, BlockRecord
 from witprobe.ledger.slots import ReadTally
 from witprobe.ledger.trace import FAMILIES, WRITES_FILE, TraceError, load_manifest
 from witprobe.ledger.writer import CertifiedWriter, WriterConfig
+from witprobe.safe_output import atomic_write
 
 FAULTS = ("none", "no-reuse-invalidation", "family-collision", "split-accounts", "drop-plan", "sr-coarse")
 DEFAULT_AUTH_THR = {"key": 9.0, "value": 0.3}
@@ -623,9 +624,7 @@ def serve(cfg: SimConfig, out: Path, rank: int = 0, progress: bool = False) -> t
     eng.journal.close({"rank": rank, "n_write_events": eng.n_write_events, "n_read_checks": eng.n_read_checks})
     snap["journal"]["head_seq"] = eng.journal.head[0]
     snap["journal"]["head_hash"] = eng.journal.head[1]
-    tmp = out / f"ledger.rank{rank}.json.tmp"
-    tmp.write_text(json.dumps(snap, indent=1, sort_keys=True) + "\n")
-    tmp.replace(out / f"ledger.rank{rank}.json")
+    atomic_write(out / f"ledger.rank{rank}.json", json.dumps(snap, indent=1, sort_keys=True) + "\n")
     return eng, snap
 
 
@@ -667,7 +666,5 @@ def write_manifest(cfg: SimConfig, out: Path, meta: dict[str, Any] | None = None
         },
         "trace_model": (meta or {}).get("model"),
     }
-    tmp = out / "manifest.json.tmp"
-    tmp.write_text(json.dumps(man, indent=1, sort_keys=True) + "\n")
-    tmp.replace(out / "manifest.json")
+    atomic_write(out / "manifest.json", json.dumps(man, indent=1, sort_keys=True) + "\n")
     return man

@@ -16,7 +16,7 @@ One recording of SmolLM2-135M-Instruct (greedy, batched, left-padded) yields two
     conservative). ``replay`` expands it to entry reads (:func:`witprobe.ledger.replay.expand_reads`).
 
 ``manifest.json`` records the model provenance, prompts, prompt lengths and the command.
-Regenerate with ``python -m witprobe.ledger record --out tests/fixtures/ledger``.
+Regenerate with ``python -m witprobe.ledger record --out tests/fixtures/ledger --force``.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ FAMILIES = ("key", "value")
 WRITES_FILE = "writes.parquet"
 WITNESS_FILE = "witness.parquet"
 MANIFEST_FILE = "manifest.json"
+RECORD_TOOL = "witprobe.ledger record"
 DEFAULT_FIXTURE = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "ledger"
 
 PROMPTS: tuple[str, ...] = (
@@ -86,8 +87,11 @@ class RecordConfig:
     witness_bands: int = 4
 
 
-def record(out: Path, cfg: RecordConfig = RecordConfig(), model_name: str = "smollm2") -> dict[str, Any]:
-    """Run the model greedily on ``cfg.n_requests`` chat prompts and write the two trace files."""
+def record(out: Path, cfg: RecordConfig = RecordConfig(), model_name: str = "smollm2", force: bool = False) -> dict[str, Any]:
+    """Run the model greedily on ``cfg.n_requests`` chat prompts and write the two trace files.
+
+    ``out`` is written as one output directory (:func:`witprobe.safe_output.new_output_dir`): an
+    existing one is replaced only with ``force`` and only if ``record`` wrote it, unchanged."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     import torch
@@ -175,14 +179,11 @@ def record(out: Path, cfg: RecordConfig = RecordConfig(), model_name: str = "smo
                     code_cols["scale_exp"].append(exps.numpy().ravel().astype(np.int8))
                     code_cols["codes"].extend(bytes(c) for c in codes.reshape(-1, head_dim).numpy())
                     code_cols["qn"].append(_round_up_f16(qn[:, :keep].ravel()))
-    out.mkdir(parents=True, exist_ok=True)
     wit = pa.table({k: np.concatenate(v) for k, v in wit_cols.items()})
     codes_tbl = pa.table({
         **{k: np.concatenate(code_cols[k]) for k in ("request", "family", "layer", "head", "position", "scale_exp", "qn")},
         "codes": pa.array(code_cols["codes"], type=pa.binary(head_dim)),
     })
-    _atomic_parquet(wit, out / WITNESS_FILE)
-    _atomic_parquet(codes_tbl, out / WRITES_FILE)
     manifest = {
         "model": loaded.provenance,
         "prompts": list(prompts),
@@ -203,18 +204,13 @@ def record(out: Path, cfg: RecordConfig = RecordConfig(), model_name: str = "smo
         "rows": {"witness": wit.num_rows, "writes": codes_tbl.num_rows},
         "command": "python -m witprobe.ledger record --out " + str(out),
     }
-    tmp = out / (MANIFEST_FILE + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-    tmp.replace(out / MANIFEST_FILE)
+    from witprobe.safe_output import new_output_dir
+
+    with new_output_dir(out, RECORD_TOOL, force) as tmp:
+        pq.write_table(wit, tmp / WITNESS_FILE, compression="zstd", compression_level=9)
+        pq.write_table(codes_tbl, tmp / WRITES_FILE, compression="zstd", compression_level=9)
+        (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return manifest
-
-
-def _atomic_parquet(table: Any, path: Path) -> None:
-    import pyarrow.parquet as pq
-
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    pq.write_table(table, tmp, compression="zstd", compression_level=9)
-    tmp.replace(path)
 
 
 def load_manifest(trace_dir: Path) -> dict[str, Any]:

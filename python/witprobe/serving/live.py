@@ -1,7 +1,9 @@
 """``python -m witprobe.ledger live``: serve on loopback, drive concurrent HTTP clients, gate the journal.
 
 1. refuse bad options (exit 2, nothing written) and a non-empty ``--out`` (``--force`` removes only
-   the files a live run writes, and refuses when anything else is there);
+   the files a live run wrote, unchanged, and refuses when anything else is there:
+   :mod:`witprobe.safe_output`); take ``--out``'s writer lock (a second run on it exits 2);
+   build the run in a fresh private sibling folder, renamed to ``--out`` after step 5;
 2. write ``manifest.json`` (the submitted request ids ``req-0 .. req-{n-1}``);
 3. start :mod:`witprobe.serving.server` as a child process on ``127.0.0.1`` (log ``server.log``),
    wait for it to be ready (``--start-timeout``);
@@ -27,11 +29,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from witprobe import safe_output
 from witprobe.serving.config import FAULTS
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
-RUN_FILES = ("manifest.json", "journal.sqlite", "journal.sqlite-wal", "journal.sqlite-shm", "gate.json", "gate.json.tmp",
-             "server.log", "server.json", "server.tmp", "clients.json", "metrics.prom", "verdicts.json")
+LIVE_TOOL = "witprobe.ledger live"
 
 
 def add_parser(sub: Any) -> None:
@@ -64,14 +66,6 @@ def _usage(a: argparse.Namespace) -> str | None:
         v = getattr(a, name)
         if not v > 0:
             return f"--{name.replace('_', '-')} must be positive, got {v}"
-    if a.out.exists() and not a.out.is_dir():
-        return f"{a.out} exists and is not a directory"
-    if a.out.is_dir() and any(a.out.iterdir()):
-        if not a.force:
-            return f"{a.out} exists and is not empty (use --force to replace an earlier live run)"
-        foreign = sorted(p.name for p in a.out.iterdir() if p.name not in RUN_FILES and not p.name.endswith(".part"))
-        if foreign:
-            return f"{a.out} holds files a live run did not write ({', '.join(foreign[:3])}); refusing to delete them"
     return None
 
 
@@ -98,13 +92,14 @@ def _get(url: str, timeout: float = 30.0) -> str | None:
 
 
 def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    safe_output.atomic_write(path, text)
 
 
-def start_server(out: Path, extra: list[str], start_timeout: float) -> tuple[subprocess.Popen, int]:
-    """Start the server child on loopback; returns ``(process, port)``; raises ``RuntimeError`` if it is not ready in time."""
+def start_server(out: Path, extra: list[str], start_timeout: float, shown: Path | None = None) -> tuple[subprocess.Popen, int]:
+    """Start the server child on loopback; returns ``(process, port)``; raises ``RuntimeError`` if it is not ready in time.
+
+    ``shown`` is the directory named in messages (where ``server.log`` will be once the run is in place)."""
+    shown = shown or out
     ready = out / "server.json"
     log = open(out / "server.log", "ab")
     env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
@@ -118,11 +113,11 @@ def start_server(out: Path, extra: list[str], start_timeout: float) -> tuple[sub
         if ready.is_file():
             return proc, int(json.loads(ready.read_text())["port"])
         if proc.poll() is not None:
-            raise RuntimeError(f"the server exited with code {proc.returncode} before it was ready (see {out / 'server.log'})")
+            raise RuntimeError(f"the server exited with code {proc.returncode} before it was ready (see {shown / 'server.log'})")
         time.sleep(0.1)
     proc.kill()
     proc.wait()
-    raise RuntimeError(f"the server was not ready within {start_timeout} s (see {out / 'server.log'})")
+    raise RuntimeError(f"the server was not ready within {start_timeout} s (see {shown / 'server.log'})")
 
 
 def drive(port: int, n: int, concurrency: int, max_new_tokens: int, request_timeout: float, timeout: float) -> list[dict[str, Any]]:
@@ -156,45 +151,43 @@ def run(a: argparse.Namespace) -> int:
     if why:
         print(f"error: {why}", file=sys.stderr)
         return EXIT_USAGE
-    out: Path = a.out
-    if out.is_dir():
-        for p in list(out.iterdir()):
-            if p.name in RUN_FILES or p.name.endswith(".part"):
-                p.unlink()
-    out.mkdir(parents=True, exist_ok=True)
-    rids = [f"req-{i}" for i in range(a.requests)]
-    _write(out / "manifest.json", json.dumps({
-        "tool": "witprobe.ledger live", "expected": {"user_requests": rids},
-        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items() if k not in ("handler",)},
-    }, indent=1, sort_keys=True) + "\n")
-    extra = ["--fault", a.fault, "--max-new-tokens", str(a.max_new_tokens), "--num-blocks", str(a.num_blocks),
-             "--max-batch-tokens", str(a.max_batch_tokens)]
-    clients: list[dict[str, Any]] = []
-    t0 = time.perf_counter()
-    try:
-        proc, port = start_server(out, extra, a.start_timeout)
-    except RuntimeError as e:
-        print(f"live: {e}", file=sys.stderr)
-        proc = None
-    if proc is not None:
+    out = Path(os.path.abspath(a.out))
+    safe_output.hold(out)  # one writer on --out until the gate is written
+    safe_output.check_replaceable(out, a.force, LIVE_TOOL)
+    with safe_output.new_output_dir(out, LIVE_TOOL, a.force) as tmp:
+        rids = [f"req-{i}" for i in range(a.requests)]
+        _write(tmp / "manifest.json", json.dumps({
+            "tool": "witprobe.ledger live", "expected": {"user_requests": rids},
+            "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items() if k not in ("handler",)},
+        }, indent=1, sort_keys=True) + "\n")
+        extra = ["--fault", a.fault, "--max-new-tokens", str(a.max_new_tokens), "--num-blocks", str(a.num_blocks),
+                 "--max-batch-tokens", str(a.max_batch_tokens)]
+        clients: list[dict[str, Any]] = []
+        t0 = time.perf_counter()
         try:
-            clients = drive(port, a.requests, a.concurrency, a.max_new_tokens, a.request_timeout, a.timeout)
-            for name, path in (("metrics.prom", "/metrics"), ("verdicts.json", "/verdicts")):
-                text = _get(f"http://127.0.0.1:{port}{path}")
-                if text is not None:
-                    _write(out / name, text)
-            _post(f"http://127.0.0.1:{port}/shutdown", {}, 30.0)
-            proc.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            print("live: the server did not exit after /shutdown; killed", file=sys.stderr)
-            proc.kill()
-            proc.wait()
-        finally:
-            if proc.poll() is None:
+            proc, port = start_server(tmp, extra, a.start_timeout, shown=out)
+        except RuntimeError as e:
+            print(f"live: {e}", file=sys.stderr)
+            proc = None
+        if proc is not None:
+            try:
+                clients = drive(port, a.requests, a.concurrency, a.max_new_tokens, a.request_timeout, a.timeout)
+                for name, path in (("metrics.prom", "/metrics"), ("verdicts.json", "/verdicts")):
+                    text = _get(f"http://127.0.0.1:{port}{path}")
+                    if text is not None:
+                        _write(tmp / name, text)
+                _post(f"http://127.0.0.1:{port}/shutdown", {}, 30.0)
+                proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                print("live: the server did not exit after /shutdown; killed", file=sys.stderr)
                 proc.kill()
                 proc.wait()
-    wall = time.perf_counter() - t0
-    _write(out / "clients.json", json.dumps(clients, indent=1) + "\n")
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+        wall = time.perf_counter() - t0
+        _write(tmp / "clients.json", json.dumps(clients, indent=1) + "\n")
     rep = run_gate(out, write=False)
     bad = [c["request_id"] for c in clients if c["status"] != 200]
     ok_c = len(clients) == a.requests and not bad
@@ -204,7 +197,7 @@ def run(a: argparse.Namespace) -> int:
     d["failing"] = failing(rep)
     d["wall_s"] = wall
     d["tokens"] = sum(c.get("n_tokens", 0) for c in clients)
-    _write(out / "gate.json", json.dumps(d, indent=1, default=str) + "\n")
+    safe_output.write_into(out, "gate.json", json.dumps(d, indent=1, default=str) + "\n", LIVE_TOOL)
     if not a.quiet:
         print(json.dumps(d, indent=1, default=str))
     verdict = "pass" if rep.passed else "FAIL: " + ", ".join(d["failing"])

@@ -182,10 +182,13 @@ def failing(rep: GateVerdict) -> list[str]:
 
 
 def run_gate(d: Path, write: bool = True) -> GateVerdict:
-    """:func:`evaluate` and, with ``write``, store the report as ``gate.json`` (temp file + rename)."""
+    """:func:`evaluate` and, with ``write``, store the report as ``gate.json``
+    (:func:`witprobe.safe_output.write_into`: never over a file witprobe did not write)."""
+    from witprobe.safe_output import check_into, write_into
+
+    if write:
+        check_into(d, [GATE_FILE])
     rep = evaluate(d)
     if write:
-        tmp = d / (GATE_FILE + ".tmp")
-        tmp.write_text(json.dumps(rep.as_dict(), indent=1, default=str) + "\n", encoding="utf-8")
-        tmp.replace(d / GATE_FILE)
+        write_into(d, GATE_FILE, json.dumps(rep.as_dict(), indent=1, default=str) + "\n", "witprobe.ledger live")
     return rep

@@ -263,9 +263,9 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=httpd.shutdown, daemon=True).start())
     if a.parent_pid is not None:
         threading.Thread(target=_watch_parent, args=(a.parent_pid, httpd), daemon=True).start()
-    tmp = a.ready_file.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"port": httpd.server_address[1], "pid": os.getpid()}))
-    tmp.replace(a.ready_file)
+    from witprobe.safe_output import atomic_write
+
+    atomic_write(a.ready_file, json.dumps({"port": httpd.server_address[1], "pid": os.getpid()}))
     try:
         httpd.serve_forever(poll_interval=0.2)
     finally:
