@@ -13,7 +13,8 @@ The checker (``coq/Witprobe/BoxCheck.v``, ``check_layer``) decides ``TV <= B`` f
 Trust boundary (``docs/TRUST_BOUNDARY.md`` 3.7): a recorded bucket mass ``m`` is a float64 sum of
 at most ``T`` float64 probabilities whose own relative error is ``boxsup_rel`` (the centre's error,
 :func:`witprobe.calculus.float_error.boxsup_rel`); so the real mass lies in
-``m (1 -+ (rel + gamma_T))``, ``gamma_T = T u / (1 - T u)``, rounded outward. A recorded radius is
+``m (1 -+ (rel + gamma_T))``, ``gamma_T = T u / (1 - T u)``, plus ``T 2**-1021`` above for
+probabilities that underflow to ``0`` in float64, rounded outward. A recorded radius is
 already ``c_t (1 + 2**-30)``, which dominates ``c_t``'s float64 error; ``U = e^{radius}`` is rounded
 up with ``exp``'s relative error (assumption A1, ``4u``) and one more ulp. Everything else the
 kernel computes itself, with directed rounding.
@@ -33,7 +34,7 @@ from witprobe.probe.box_sup import RADIUS_MARGIN, box_hints
 
 U64 = 2.0 ** -53
 EXP_REL = 4 * U64  # assumption A1: exp's relative error
-GRID_MARGIN = 2.0 ** -30  # the grid's ends lie this far outside [1/Zhi, 1/Zlo]
+UNDERFLOW = 2.0 ** -1021  # a probability that underflows to 0 in float64 is below this
 
 
 class BoxDataError(ValueError):
@@ -67,32 +68,31 @@ def exp_up(x: float) -> float:
     return math.nextafter(math.exp(x) * (1 + 2 * EXP_REL), math.inf)
 
 
-def mass_interval(m: float, rel: float) -> tuple[float, float]:
-    """``[lo, hi]`` around a recorded mass ``m`` with relative error at most ``rel``."""
+def mass_interval(m: float, rel: float, floor: float) -> tuple[float, float]:
+    """``[lo, hi]`` around a recorded mass ``m`` with relative error at most ``rel``, plus ``floor``
+    above (the probabilities that underflow to ``0`` in float64 but are positive in reality)."""
     lo = math.nextafter(m * (1 - rel), 0.0) if m > 0 else 0.0
-    hi = math.nextafter(m * (1 + rel), math.inf) if m > 0 else 0.0
+    hi = math.nextafter(m * (1 + rel) + floor, math.inf)
     return max(lo, 0.0), hi
 
 
-def row_literal(row: BoxRow, rel: float, where: str) -> tuple[str, int]:
+def row_literal(row: BoxRow, rel: float, floor: float, where: str) -> tuple[str, int]:
     """The Coq ``row`` literal of one shipped row, and its number of float literals."""
     pooled = [row.heavy] + row.buckets
     for j, pair in enumerate(pooled):
         if len(pair) != 2 or not all(isinstance(v, float) and math.isfinite(v) and v >= 0 for v in pair):
             raise BoxDataError(f"{where}: bucket {j} must be [mass, radius], finite and nonnegative, got {pair!r}")
     u = [exp_up(r) for _, r in pooled]
-    bounds = [mass_interval(m, rel) for m, _ in pooled]
+    bounds = [mass_interval(m, rel, floor) for m, _ in pooled]
     lo, hi = [b[0] for b in bounds], [b[1] for b in bounds]
-    zh = math.fsum(h * uj for h, uj in zip(hi, u)) * (1 + 2.0 ** -40)
-    zl = math.fsum(lw / uj for lw, uj in zip(lo, u)) * (1 - 2.0 ** -40)
-    if not zl > 0:
+    if not math.fsum(lw / uj for lw, uj in zip(lo, u)) > 0:
         raise BoxDataError(f"{where}: the row's served mass has no positive lower bound")
-    ends = (torch.tensor([[(1 - GRID_MARGIN) / zh]], dtype=torch.float64),
-            torch.tensor([[(1 + GRID_MARGIN) / zl]], dtype=torch.float64))
-    # the hints (grid, lambdas) from the upper masses, heavy key last as box_hints expects
-    mass_t = torch.tensor([hi[1:] + hi[:1]], dtype=torch.float64)
-    rad_t = torch.tensor([[math.log(x) for x in u[1:] + u[:1]]], dtype=torch.float64)
-    h = box_hints(mass_t, rad_t, len(pooled) - 1, row.intervals, ends)
+    # the hints exactly as the meter built them (box_hints on the recorded masses and radii, heavy
+    # key last): the grid's ends (1 -+ 2**-20)/Z bracket the checker's outward sums while the masses'
+    # relative error stays below 2**-21 (float_error.boxsup_problems)
+    mass_t = torch.tensor([[m for m, _ in pooled[1:] + pooled[:1]]], dtype=torch.float64)
+    rad_t = torch.tensor([[r for _, r in pooled[1:] + pooled[:1]]], dtype=torch.float64)
+    h = box_hints(mass_t, rad_t, len(pooled) - 1, row.intervals)
     grid = [float(x) for x in h.grid[0]]
     lam_down = [min(max(float(x), 0.0), 1.0) for x in h.lam[0, 0, :, 0]]
     lam_up = [min(max(float(x), 0.0), 1.0) for x in h.lam[0, 1, :, 0]]
@@ -116,7 +116,7 @@ def layer_data(rows: BoxRows, rel: Fraction, keys: int, where: str) -> BoxLayerD
     rel_f = math.nextafter(float(rel) + tu / (1 - tu), math.inf) * (1 + 2.0 ** -40)
     parts, literals = [], 0
     for i, row in enumerate(rows.rows):
-        text, n = row_literal(row, rel_f, f"{where}.rows[{i}]")
+        text, n = row_literal(row, rel_f, UNDERFLOW * keys, f"{where}.rows[{i}]")
         parts.append(text)
         literals += n
     cap = rounding.up(rows.dropped_c_max) * (1 + Fraction(RADIUS_MARGIN)) if rows.dropped_c_max > 0 else Fraction(0)

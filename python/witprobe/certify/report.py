@@ -225,6 +225,7 @@ def print_summary(cert: dict[str, Any], out: TextIO) -> None:
     for k in sorted(bad):  # the meaning is the table's (witprobe.self_checks), stored in the certificate
         print(f"  SELF-CHECK {k} = {bad[k]}: {checks[k]['meaning']}", file=out)
     print(_kernel_line("coq", s["coq"], coq, "rejected"), file=out)
+    print_decided(cert, out)
     print(_kernel_line("lean", s["lean"], lean, "failed"), file=out)
     n = len(cert["obligations"])
     kc = sum(1 for o in cert["obligations"] if o["status"] == "kernel_checked")
@@ -234,6 +235,27 @@ def print_summary(cert: dict[str, Any], out: TextIO) -> None:
     print(line, file=out)
     for f in cert["failures"]:
         print(f"FAILED: {f}", file=out)
+
+
+def print_decided(cert: dict[str, Any], out: TextIO) -> None:
+    """What the kernel decided: the mutation guard's outcomes and the box rows shipped to it."""
+    guards: dict[str, int] = {}
+    for c in cert["claims"]:
+        g = c["kernels"]["coq"].get("guard")
+        if g and g["status"] != "not_run":
+            guards[g["status"]] = guards.get(g["status"], 0) + 1
+    if guards:
+        parts = ", ".join(f"{n} {k}" for k, n in sorted(guards.items()))
+        print(f"mutation guard (B lowered to max(realized, B/2); the kernel must reject it): {parts}", file=out)
+    for form in ("boxsup", "qa_boxsup"):
+        rows = [r for r in cert.get("readings", []) if f"{form}_rows_shipped" in r]
+        if rows:
+            shipped = sum(r[f"{form}_rows_shipped"] for r in rows)
+            seen = sum(r[f"{form}_rows_seen"] for r in rows)
+            lits = sum(r[f"{form}_literals"] for r in rows)
+            share = f"{100 * shipped / seen:.1f}%" if seen else "-"
+            print(f"{form} rows shipped to the kernel's checker: {shipped} of {seen} ({share}), {lits} float literals; "
+                  "the others are under each layer's cap C", file=out)
 
 
 def print_scope(s: dict[str, Any], out: TextIO) -> None:

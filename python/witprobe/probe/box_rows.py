@@ -90,10 +90,12 @@ class BoxRowKeeper:
                 g = int(pools[i])
                 mi, ri = (mass[i:i + 1], rad[i:i + 1]) if g == mass.shape[-1] - 1 else merge_buckets(
                     mass[i:i + 1], rad[i:i + 1], g)
-                nz = torch.nonzero(mi[0, :-1] > 0).flatten()
+                # a bucket with keys has a radius > 0 or a mass > 0 (its keys may all underflow to 0 in
+                # float64); keys of radius 0 fit any bucket (U >= 1), so one bucket at least is kept
+                nz = torch.nonzero((mi[0, :-1] > 0) | (ri[0, :-1] > 0)).flatten()
+                buckets = torch.stack([mi[0, :-1][nz], ri[0, :-1][nz]], -1).tolist() or [[0.0, 0.0]]
                 rows.append({"c_max": float(c_max[i]), "bound": float(bound[i]), "intervals": int(intervals[i]),
-                             "heavy": [float(mi[0, -1]), float(ri[0, -1])],
-                             "buckets": torch.stack([mi[0, :-1][nz], ri[0, :-1][nz]], -1).tolist()})
+                             "heavy": [float(mi[0, -1]), float(ri[0, -1])], "buckets": buckets})
         return {"rows_seen": self.rows_seen, "dropped_c_max": self.dropped_c_max, "rows": rows}
 
 

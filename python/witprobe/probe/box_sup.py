@@ -160,8 +160,9 @@ def _best_lambda(a: torch.Tensor, b: torch.Tensor, steps: int = LAMBDA_STEPS) ->
         up = (s * (brk <= mid)).sum(-1, keepdim=True) >= need
         hi = torch.where(up, mid, hi)
         lo = torch.where(up, lo, mid)
-    # the largest breakpoint <= hi is at least as good as hi (the slope on (it, hi] is >= 0)
-    snap = torch.where(brk <= hi, brk, -1.0).amax(-1, keepdim=True)
+    # the largest breakpoint <= hi is at least as good as hi (the slope on (it, hi] is >= 0); an empty
+    # bucket (a = b = 0) is no breakpoint, so the result does not depend on empty buckets
+    snap = torch.where((brk <= hi) & (s > 0), brk, -1.0).amax(-1, keepdim=True)
     return torch.where(snap >= 0, snap, hi)
 
 
