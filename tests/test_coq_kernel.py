@@ -115,12 +115,11 @@ def test_every_form_and_shape_the_renderer_emits_is_kernel_checked(library):
 
 
 def _lowered(th, units: int):
-    """The same theorem with its claimed bound ``B`` replaced by ``units / 2**48``."""
-    old = th.constants[-1]
-    new_b = dataclasses.replace(old, units=units)
-    stmt = th.statement.replace(f"<= {old.coq}", f"<= {new_b.coq}")
-    assert stmt != th.statement
-    return dataclasses.replace(th, statement=stmt, constants=th.constants[:-1] + (new_b,))
+    """The same theorem with its claimed bound ``B`` replaced by ``units / 2**48`` (statement and
+    proof: a box claim's proof names ``B`` to its checker)."""
+    from witprobe.formal.claim_theorems import lowered_theorem
+
+    return lowered_theorem(th, units)
 
 
 def _without_box(run: dict) -> dict:
@@ -209,8 +208,8 @@ def test_check_names_a_theorem_the_kernel_rejects_here(tmp_path, smollm2_run, ca
 
     real = derive_mod.boxsup_theorem  # every SmolLM2 claim is a box claim
 
-    def lowered(claim_id, bound_units, shape="banded"):
-        th = real(claim_id, bound_units, shape)
+    def lowered(claim_id, bound_units, *rest):
+        th = real(claim_id, bound_units, *rest)
         return _lowered(th, 1) if claim_id == "L02.attn_tv" else th
 
     monkeypatch.setattr(derive_mod, "boxsup_theorem", lowered)

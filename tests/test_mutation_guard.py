@@ -122,3 +122,70 @@ def math_tanh_up(x: float) -> float:
     import math
 
     return math.tanh(x) * (1 + 1e-9)
+
+
+# ---- the committed default run (artifacts/coverage/smollm2-int8) ----
+
+import json  # noqa: E402
+import re  # noqa: E402
+from fractions import Fraction  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT = ROOT / "artifacts" / "coverage" / "smollm2-int8"
+QA48 = ROOT / "artifacts" / "query_aligned" / "smollm2-int8-qa48"
+
+
+@pytest.mark.parametrize("art", [DEFAULT, QA48], ids=["default", "qa48"])
+def test_every_certified_claim_of_a_committed_run_passed_the_guard_at_max_realized_half_b(art):
+    """Re-derived from the primary record: each certified claim's guard lowered B to
+    max(realized rounded up, B/2) and the kernel rejected it; every TV claim is certified."""
+    cert = json.loads((art / "certificate.json").read_text())
+    tv = [c for c in cert["claims"] if c["kind"] == "attn_tv"]
+    assert tv and all(c["tier"] == "certified" for c in tv), [c["id"] for c in tv if c["tier"] != "certified"]
+    for c in tv:
+        g = c["kernels"]["coq"]["guard"]
+        assert c["kernels"]["coq"]["status"] == "kernel_checked" and g["status"] == "rejected", (c["id"], g)
+        b = Fraction(c["bound"]["exact"])
+        realized_units = rounding.to_units_up(rounding.up(c["realized_tv_max"]))
+        want = max(realized_units, rounding.to_units_up(b) // 2)
+        assert Fraction(g["lowered"]["exact"]) == rounding.from_units(want) < b, c["id"]
+
+
+@pytest.mark.parametrize("art", [DEFAULT, QA48], ids=["default", "qa48"])
+def test_each_theorem_states_its_claims_bound_as_one_literal_anyone_can_lower(art):
+    """Open to outside checks: the rendered theorem's conclusion is ``<= (N / 2^48)`` with
+    ``N / 2^48`` the claim's ``bound.exact``, and a box theorem hands the same ``N`` to its checker."""
+    text = (art / "obligations" / "run.v").read_text()
+    cert = json.loads((art / "certificate.json").read_text())
+    for c in cert["claims"]:
+        if c["theorem"] is None or c["kind"] != "attn_tv":
+            continue
+        name = c["kernels"]["coq"]["theorem"].rsplit(".", 1)[1]
+        b = Fraction(c["bound"]["exact"])
+        n = b * UNIT_DEN
+        assert n.denominator == 1, c["id"]
+        body = text[text.index(f"Theorem {name} :"):]
+        body = body[:body.index("Qed.")]
+        assert f"<= ({n.numerator} / {UNIT_DEN})." in body, name
+        if c["form"] in ("boxsup", "qa_boxsup"):
+            assert f"{n.numerator}%Z {UNIT_DEN}%Z" in body and re.search(rf"Definition {name}_rows : list row", text)
+
+
+@needs_coq
+def test_a_doctored_run_whose_box_bound_was_lowered_is_not_certified(tmp_path):
+    """Lower layer 0's recorded box bound below what its rows support and re-derive: the checker
+    (or the cap's tanh) refuses it, so the claim is not certified; the other layers still are."""
+    from witprobe.certify.pipeline import write_run_dir
+
+    run = json.loads((DEFAULT / "run.json").read_text())
+    stat = run["layers"][0]["read"]["boxsup_bound"]
+    realized = run["layers"][0]["read"]["tv_realized"]["max"]
+    stat["max"] = max(realized * 1.05, stat["max"] / 6)
+    assert stat["max"] < json.loads((DEFAULT / "run.json").read_text())["layers"][0]["read"]["boxsup_bound"]["max"]
+    cert = write_run_dir(run, tmp_path / "forged", "off", coq_mode="auto").certificate
+    l0 = next(c for c in cert["claims"] if c["id"] == "L00.attn_tv")
+    assert l0["form"] == "boxsup" and l0["tier"] != "certified", l0["kernels"]["coq"]
+    assert l0["kernels"]["coq"]["status"] == "rejected"
+    others = [c for c in cert["claims"] if c["kind"] == "attn_tv" and c["id"] != "L00.attn_tv"]
+    assert all(c["tier"] == "certified" for c in others)

@@ -92,8 +92,8 @@ def test_a_statement_without_the_decomposition_is_refused_by_coq(qa_run, tmp_pat
 
     real = derive_mod.boxsup_qa_theorem
 
-    def broken(claim_id, units):
-        th = real(claim_id, units)
+    def broken(claim_id, units, *rest):
+        th = real(claim_id, units, *rest)
         hyp = ("(forall t, (t < n)%nat -> forall i, (i < offset w nb)%nat ->\n"
                "     k t i - k' t i = matvec rk U (a t) i + rr t i) ->\n  ")
         assert hyp in th.statement

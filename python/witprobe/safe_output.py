@@ -498,14 +498,7 @@ def _commit_dir(tmp: Path, out: Path, tool: str, force: bool) -> None:
         if not _is_empty_dir(out):
             if not force:
                 raise OutputRefused(f"{out} is no longer empty; pass --force to replace it")
-            try:
-                plan = _plan(out, tool)
-            except OutputRefused as e:
-                raise OutputRefused(f"--force replaces only files witprobe wrote: {e}; nothing was removed") from None
-            try:
-                plan.remove()
-            finally:
-                plan.close()
+            _remove_planned(out, tool)
     try:
         os.rename(tmp, out)  # onto a missing or empty directory (never onto a file: ENOTDIR)
     except OSError as e:
@@ -517,14 +510,19 @@ def remove_output(out: Path | str, tool: str | None = None) -> None:
     naming anything witprobe did not write, before anything is removed. ``out`` itself stays."""
     out = _abs(out)
     with locked(out):
-        try:
-            plan = _plan(out, tool)
-        except OutputRefused as e:
-            raise OutputRefused(f"--force replaces only files witprobe wrote: {e}; nothing was removed") from None
-        try:
-            plan.remove()
-        finally:
-            plan.close()
+        _remove_planned(out, tool)
+
+
+def _remove_planned(out: Path, tool: str | None) -> None:
+    """Verify ``out`` against its manifest, then remove what witprobe wrote there (nothing on refusal)."""
+    try:
+        plan = _plan(out, tool)
+    except OutputRefused as e:
+        raise OutputRefused(f"--force replaces only files witprobe wrote: {e}; nothing was removed") from None
+    try:
+        plan.remove()
+    finally:
+        plan.close()
 
 
 # --------------------------------------------------------------------------- single files

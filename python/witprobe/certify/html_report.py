@@ -715,7 +715,11 @@ def render_html(rep: Report) -> str:
                    [[_e(x) for x in row] for row in rep.coverage])]
     out += ["<h2>Claims: tier and kernel status</h2>",
             '<p class="note">Tier <code>certified</code> only when the bound is not vacuous and Coq or Lean '
-            "kernel-checked the theorem whose statement is the claim; otherwise <code>empirical</code>, with the "
+            "kernel-checked the theorem whose statement is the claim, and the kernel decided its number: the same "
+            "statement with the bound lowered to max(realized, B/2) was rejected (the mutation guard). For a box "
+            "claim the kernel recomputes the bound from the rows the run shipped to it (per-bucket masses of the "
+            "served distribution and per-key radii, which stay measured); for the centred, plain and e-forms it "
+            "checks the per-run inequality (tanh(C/2) &lt;= B, ...). Otherwise <code>empirical</code>, with the "
             "reason.</p>",
             _table(["claim", "kind", "layer", "bound", "realized", "tightness", "tier", "Coq", "Lean", "reason"],
                    [[_e(c.id), _e(c.kind), str(c.layer), _bound_cell(c.bound, c.vacuous), _f(c.realized),
