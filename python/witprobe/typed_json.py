@@ -27,6 +27,7 @@ negative count raises :class:`RecordError` naming the JSON path (``run.json laye
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import types
 import typing
@@ -47,7 +48,9 @@ def field_doc(doc: str, *, optional: bool = False, keys: str | None = None,
     return {"doc": doc, "optional": optional, "keys": keys, "key_types": key_types, "minimum": minimum, "by": by}
 
 
+@functools.cache
 def _hints(cls: type) -> dict[str, Any]:
+    # cached: resolving the (string) annotations costs more than decoding the record itself
     return typing.get_type_hints(cls)
 
 

@@ -30,7 +30,6 @@ import concurrent.futures as cf
 import json
 import random
 import threading
-import time
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -80,7 +79,6 @@ class SimConfig:
     fault: str = "none"
     seed: int = 0
     synchronous: str = "NORMAL"
-    ledger: bool = True  # False: the baseline for overhead ratios (exact writes, no checks, no journal events)
     max_active: int = 0  # requests in flight at once (0: all admitted together); admission in order
     pool_extra_tokens: int = 0  # pool capacity beyond the users' need; warmup fills only the base capacity
 
@@ -238,8 +236,7 @@ class Engine:
             "rank": self.rank, "namespaces_disjoint": self.pool.namespaces_disjoint(),
             "invalidate_on_reuse": self.pool.invalidate_on_reuse,
             "families": {f: {"page_size": self.cfg.page_size[f], "n_pages": n_pages[f]} for f in FAMILIES}})
-        if self.cfg.ledger:
-            self.record = BlockRecord([(f, pg) for f in FAMILIES for pg in range(n_pages[f])], self.block_bytes)
+        self.record = BlockRecord([(f, pg) for f in FAMILIES for pg in range(n_pages[f])], self.block_bytes)
 
     def block_bytes(self, block: BlockId) -> np.ndarray:
         """The served bytes of one block (page) over all namespaces: a view ``(ns, page_size, D)``."""
@@ -329,25 +326,11 @@ class Engine:
         tallies: dict[int, ReadTally] = {}
         for li in range(len(self.layers)):
             for fam in FAMILIES:
-                if not self.cfg.ledger:
-                    self._write_plain(batch, li, fam)
-                    continue
                 self._write(batch, li, fam, tok_uid, n_tok)
                 self._read(batch, li, fam, tallies)
         if tallies:  # one read summary per batch and account (reads are deterministic: delta = 0)
             self.journal.append_many([("reads", {"rank": self.rank, "uid": uid, **asdict(t)})
                                       for uid, t in sorted(tallies.items())])
-
-    def _write_plain(self, batch, li: int, fam: str) -> None:
-        """Baseline without the ledger: store the exact bytes, nothing else."""
-        assert self.pool is not None
-        F = self.pool.families[fam]
-        H = self.heads
-        for r, s, e in batch:
-            ns = li * H + np.tile(np.arange(H), e - s)
-            sl = np.repeat(r.tables[fam].slot[s:e], H)
-            codes = r.rec.codes[fam][li, :, s:e, :].transpose(1, 0, 2).reshape(-1, F.dim)
-            self._store(F, ns, sl, codes, codes, r.rec.scale_exp[fam][li, :, s:e].T.reshape(-1))
 
     def _write(self, batch, li: int, fam: str, tok_uid: np.ndarray | None, n_tok: int) -> None:
         assert self.pool is not None
@@ -546,7 +529,6 @@ def serve(cfg: SimConfig, out: Path, rank: int = 0, progress: bool = False) -> t
     eng = Engine(cfg, meta, out, rank)
     users = _requests(cfg, recs)
     eng.build_pool(users)
-    t0 = time.perf_counter()
     # warmup: serial, prefill only, warmup account
     for w in _warmups(users, recs, eng):
         w.tables = {}
@@ -558,7 +540,6 @@ def serve(cfg: SimConfig, out: Path, rank: int = 0, progress: bool = False) -> t
         w.pos = w.length
         _cache_own_pages(eng, w)
         eng.finish(w)
-    t_warm = time.perf_counter() - t0
     # users: admitted in order, the repeated prompt (users[0]) last; all together unless max_active
     queue = users[1:] + users[:1]
     if not cfg.max_active:
@@ -611,14 +592,11 @@ def serve(cfg: SimConfig, out: Path, rank: int = 0, progress: bool = False) -> t
             if progress:
                 print(f"\r[witprobe] rank {rank}: {eng.n_read_checks:,} read checks, {eng.n_write_events:,} write events",
                       end="", flush=True)
-    wall = time.perf_counter() - t0
     if progress:
         print(flush=True)
     eng.journal.append("account_close", {"rank": rank, **_close_body(eng.book.get(WARMUP_UID).record())})
     snap = eng.snapshot()
     eng.journal.append("pool_stats", {"rank": rank, "families": snap["pool"]["families"]})
-    snap["timing"] = {"wall_s": wall, "warmup_s": t_warm, "batches": n_batches,
-                      "write_events_per_s": eng.n_write_events / wall, "read_checks_per_s": eng.n_read_checks / wall}
     snap["users"] = [{"rid": u.rid, "uid": u.uid, "prompt_len": u.prompt_len, "length": u.length, "prefix_hit_len": u.hit_len,
                       "trace_request": u.rec.index} for u in users]
     eng.journal.close({"rank": rank, "n_write_events": eng.n_write_events, "n_read_checks": eng.n_read_checks})

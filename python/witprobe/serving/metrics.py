@@ -1,4 +1,4 @@
-"""Per-request verdicts and the Prometheus text exposition of a live ledger.
+"""Per-request verdicts and the Prometheus exposition of a live ledger (``prometheus_client``).
 
 A verdict is the ledger's in-memory reading for one request (a cache of the journal: the gate
 re-derives every criterion from the journal itself). Its fields:
@@ -17,12 +17,18 @@ re-derives every criterion from the journal itself). Its fields:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from witprobe.calculus.rounding import fraction_text
 from witprobe.ledger.accounts import Account, emitted_metrics
 
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 VERDICT_TIERS = {"delta_spent": "request:delta_spent@ledger", "sr_radius": "entry:sr_radius@write",
                  "eprocess": "request:eprocess_log_m@ledger"}
 
@@ -64,56 +70,73 @@ def request_verdict(rid: str, accounts: list[Account], finished: bool, delta_req
     return v
 
 
-def _line(name: str, value: float | int, labels: dict[str, str] | None = None) -> str:
-    lab = "" if not labels else "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
-    return f"{name}{lab} {value}"
+class LedgerCollector(Collector):
+    """Reads a :class:`~witprobe.serving.attach.LiveLedger` at scrape time (a custom collector: the ledger
+    holds the state, the registry only exposes it).
 
-
-def prometheus_text(led: Any, served: dict[str, int]) -> str:
-    """Prometheus text format (version 0.0.4) of a :class:`~witprobe.serving.attach.LiveLedger`.
-
-    ``served`` are the server's own counters (``requests_ok``, ``requests_failed``, ``tokens``).
+    ``served`` returns the server's own counters (``requests_ok``, ``requests_failed``, ``tokens``).
     """
-    with led.lock:
-        users = [a for a in led.book.accounts.values() if a.kind == "user"]
-        tot = {k: sum(getattr(a.read, k) for a in led.book.accounts.values()) for k in
-               ("n_reads", "n_read_foreign_attributed", "n_read_foreign_unattributed", "n_read_out_of_generation",
-                "n_read_unwritten", "n_served_over_radius")}
-        restor = sum(a.n_auth_violations for a in led.book.accounts.values())
-        worst = max((a.budget.spent for a in users), default=Fraction(0))
-        g = led.book.global_eprocess
-        crossed = int(g.crossed or any(a.eprocess.crossed for a in led.book.accounts.values()))
-        seq, _h = led.journal.head
-        fail_closed = led.identity.identity_fail_closed
-        live_rewrites = sum(t.n_reuse_at_write for t in led.tables)
-        ok = int(tot["n_read_foreign_unattributed"] == 0 and tot["n_read_out_of_generation"] == 0 and tot["n_read_unwritten"] == 0
-                 and tot["n_served_over_radius"] == 0 and not crossed and fail_closed == 0 and live_rewrites == 0
-                 and worst <= led.cfg.delta_req and led.pool.namespaces_disjoint())
-        m = [
-            ("witprobe_ledger_ok", "gauge", "1 while every live criterion holds (the value to alert on)", [(ok, None)]),
-            ("witprobe_requests_total", "counter", "HTTP generation requests by outcome",
-             [(served.get("requests_ok", 0), {"outcome": "ok"}), (served.get("requests_failed", 0), {"outcome": "failed"})]),
-            ("witprobe_tokens_generated_total", "counter", "tokens returned to clients", [(served.get("tokens", 0), None)]),
-            ("witprobe_accounts", "gauge", "accounts opened (user requests; warmup is uid 0)", [(len(users), {"kind": "user"})]),
-            ("witprobe_batches_total", "counter", "engine forwards seen by the ledger", [(led.n_batches, None)]),
-            ("witprobe_write_events_total", "counter", "certified write events", [(led.n_write_events, None)]),
-            ("witprobe_restorations_total", "counter", "entries restored exact by the audit", [(restor, None)]),
-            ("witprobe_delta_spent_max", "gauge", "largest per-request spend (float reading of the exact value)", [(float(worst), None)]),
-            ("witprobe_reads_total", "counter", "entry reads checked", [(tot["n_reads"], None)]),
-            ("witprobe_foreign_reads_total", "counter", "reads of entries written by another account",
-             [(tot["n_read_foreign_attributed"], {"attributed": "true"}), (tot["n_read_foreign_unattributed"], {"attributed": "false"})]),
-            ("witprobe_read_out_of_generation_total", "counter", "reads of a block whose generation moved on", [(tot["n_read_out_of_generation"], None)]),
-            ("witprobe_read_unwritten_total", "counter", "reads of never-written or invalidated entries", [(tot["n_read_unwritten"], None)]),
-            ("witprobe_served_over_radius_total", "counter", "reads of entries whose witness exceeds their radius", [(tot["n_served_over_radius"], None)]),
-            ("witprobe_identity_fail_closed_total", "counter", "entries written exact because the batch plan was unattributable", [(fail_closed, None)]),
-            ("witprobe_live_slot_rewrites_total", "counter", "writes over live slots (block reuse without invalidation)", [(live_rewrites, None)]),
-            ("witprobe_eprocess_log_m", "gauge", "global e-process log M (a reading)", [(g.log_m, {"scope": "global"})]),
-            ("witprobe_eprocess_crossed", "gauge", "1 once any e-process crossed ln(1/delta_e)", [(crossed, None)]),
-            ("witprobe_journal_head_seq", "gauge", "seq of the last committed journal record", [(seq, None)]),
-        ]
-    out = []
-    for name, typ, help_, vals in m:
-        out.append(f"# HELP {name} {help_}")
-        out.append(f"# TYPE {name} {typ}")
-        out.extend(_line(name, v, lab) for v, lab in vals)
-    return "\n".join(out) + "\n"
+
+    def __init__(self, led: Any, served: Callable[[], dict[str, int]]) -> None:
+        self.led = led
+        self.served = served
+
+    def collect(self) -> Iterator[Metric]:
+        led, served = self.led, self.served()
+        with led.lock:
+            accounts = list(led.book.accounts.values())
+            users = [a for a in accounts if a.kind == "user"]
+            tot = {k: sum(getattr(a.read, k) for a in accounts) for k in
+                   ("n_reads", "n_read_foreign_attributed", "n_read_foreign_unattributed", "n_read_out_of_generation",
+                    "n_read_unwritten", "n_served_over_radius")}
+            restor = sum(a.n_auth_violations for a in accounts)
+            worst = max((a.budget.spent for a in users), default=Fraction(0))
+            g = led.book.global_eprocess
+            crossed = int(g.crossed or any(a.eprocess.crossed for a in accounts))
+            seq, _h = led.journal.head
+            fail_closed = led.identity.identity_fail_closed
+            live_rewrites = sum(t.n_reuse_at_write for t in led.tables)
+            ok = int(tot["n_read_foreign_unattributed"] == 0 and tot["n_read_out_of_generation"] == 0
+                     and tot["n_read_unwritten"] == 0 and tot["n_served_over_radius"] == 0 and not crossed
+                     and fail_closed == 0 and live_rewrites == 0 and worst <= led.cfg.delta_req
+                     and led.pool.namespaces_disjoint())
+            m = [
+                ("witprobe_ledger_ok", "gauge", "1 while every live criterion holds (the value to alert on)", [(ok, {})]),
+                ("witprobe_requests_total", "counter", "HTTP generation requests by outcome",
+                 [(served.get("requests_ok", 0), {"outcome": "ok"}), (served.get("requests_failed", 0), {"outcome": "failed"})]),
+                ("witprobe_tokens_generated_total", "counter", "tokens returned to clients", [(served.get("tokens", 0), {})]),
+                ("witprobe_accounts", "gauge", "accounts opened (user requests; warmup is uid 0)", [(len(users), {"kind": "user"})]),
+                ("witprobe_batches_total", "counter", "engine forwards seen by the ledger", [(led.n_batches, {})]),
+                ("witprobe_write_events_total", "counter", "certified write events", [(led.n_write_events, {})]),
+                ("witprobe_restorations_total", "counter", "entries restored exact by the audit", [(restor, {})]),
+                ("witprobe_delta_spent_max", "gauge", "largest per-request spend (float reading of the exact value)", [(float(worst), {})]),
+                ("witprobe_reads_total", "counter", "entry reads checked", [(tot["n_reads"], {})]),
+                ("witprobe_foreign_reads_total", "counter", "reads of entries written by another account",
+                 [(tot["n_read_foreign_attributed"], {"attributed": "true"}), (tot["n_read_foreign_unattributed"], {"attributed": "false"})]),
+                ("witprobe_read_out_of_generation_total", "counter", "reads of a block whose generation moved on", [(tot["n_read_out_of_generation"], {})]),
+                ("witprobe_read_unwritten_total", "counter", "reads of never-written or invalidated entries", [(tot["n_read_unwritten"], {})]),
+                ("witprobe_served_over_radius_total", "counter", "reads of entries whose witness exceeds their radius", [(tot["n_served_over_radius"], {})]),
+                ("witprobe_identity_fail_closed_total", "counter", "entries written exact because the batch plan was unattributable", [(fail_closed, {})]),
+                ("witprobe_live_slot_rewrites_total", "counter", "writes over live slots (block reuse without invalidation)", [(live_rewrites, {})]),
+                ("witprobe_eprocess_log_m", "gauge", "global e-process log M (a reading)", [(g.log_m, {"scope": "global"})]),
+                ("witprobe_eprocess_crossed", "gauge", "1 once any e-process crossed ln(1/delta_e)", [(crossed, {})]),
+                ("witprobe_journal_head_seq", "gauge", "seq of the last committed journal record", [(seq, {})]),
+            ]
+        for name, typ, help_, samples in m:
+            keys = sorted(samples[0][1])
+            fam = (GaugeMetricFamily if typ == "gauge" else CounterMetricFamily)(name, help_, labels=keys)
+            for value, labels in samples:
+                fam.add_metric([labels[k] for k in keys], value)
+            yield fam
+
+
+def ledger_registry(led: Any, served: Callable[[], dict[str, int]]) -> CollectorRegistry:
+    """A registry of its own (not the process-global one) for one server's ledger."""
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(LedgerCollector(led, served))
+    return reg
+
+
+def prometheus_text(registry: CollectorRegistry) -> str:
+    """The registry in Prometheus text format 0.0.4 (:data:`CONTENT_TYPE`)."""
+    return generate_latest(registry).decode()

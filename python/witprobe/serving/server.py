@@ -9,7 +9,7 @@ runs the warmup request (warmup account, uid 0), and serves on ``127.0.0.1`` onl
                       the request's verdict and the committed journal head ``[seq, hash]``
 ``GET /verdict/ID``   the verdict of one request (404 if unknown)
 ``GET /verdicts``     every user request's verdict
-``GET /metrics``      Prometheus text format
+``GET /metrics``      Prometheus text format 0.0.4 (``prometheus_client``, one registry per server)
 ``GET /journal/head`` ``{"seq", "hash"}`` of the last committed journal record
 ``POST /shutdown``    stop the engine, close the journal, exit
 ====================  ===========================================================================
@@ -76,6 +76,11 @@ class Engine:
         self._waiters: dict[str, tuple[threading.Event, list[Any]]] = {}
         self._lock = threading.Lock()
         self.counters = {"requests_ok": 0, "requests_failed": 0, "tokens": 0}
+        self.metrics = None
+        if self.ledger is not None:
+            from witprobe.serving.metrics import ledger_registry
+
+            self.metrics = ledger_registry(self.ledger, self.served)
         self._stop = threading.Event()
         self.manager.start()
         self._router = threading.Thread(target=self._route, name="witprobe-results", daemon=True)
@@ -100,6 +105,11 @@ class Engine:
         with self._lock:
             for k, v in inc.items():
                 self.counters[k] += v
+
+    def served(self) -> dict[str, int]:
+        """A copy of the server's own counters (read by the metrics registry at scrape time)."""
+        with self._lock:
+            return dict(self.counters)
 
     def encode(self, prompt: str) -> list[int]:
         return list(self.tok.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
@@ -156,11 +166,11 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
         e = self.engine
         if self.path == "/metrics":
-            if e.ledger is None:
+            if e.metrics is None:
                 return self._send(404, {"error": "no ledger attached"})
-            from witprobe.serving.metrics import prometheus_text
+            from witprobe.serving.metrics import CONTENT_TYPE, prometheus_text
 
-            return self._send(200, prometheus_text(e.ledger, e.counters), "text/plain; version=0.0.4")
+            return self._send(200, prometheus_text(e.metrics), CONTENT_TYPE)
         if self.path == "/journal/head":
             return self._send(200, self._head())
         if self.path == "/healthz":
