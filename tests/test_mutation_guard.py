@@ -189,3 +189,15 @@ def test_a_doctored_run_whose_box_bound_was_lowered_is_not_certified(tmp_path):
     assert l0["kernels"]["coq"]["status"] == "rejected"
     others = [c for c in cert["claims"] if c["kind"] == "attn_tv" and c["id"] != "L00.attn_tv"]
     assert all(c["tier"] == "certified" for c in others)
+
+
+@needs_coq
+def test_a_broken_guard_on_the_committed_default_run_demotes_every_claim(monkeypatch):
+    """The committed default run, re-derived and kernel-checked with the guard broken to lower
+    nothing: every theorem then also "holds lower", and no claim keeps the kernel_checked status."""
+    from witprobe.certify.derive import derive
+
+    deriv = derive(json.loads((DEFAULT / "run.json").read_text()))
+    monkeypatch.setattr(kernels, "lowered_theorem", lambda th, units: th)
+    out = kernels.coq_check("auto", deriv.theorems, "cd" * 32)
+    assert out.statuses and {s.status for s in out.statuses.values()} == {coq_runner.LEMMA_CHECKED}
