@@ -126,11 +126,14 @@ def _parse_int(text: str) -> int | _LongInt:
     return int(text) if len(text.lstrip("-")) <= MAX_INT_DIGITS else _LongInt(text)
 
 
-def loads_bounded(text: str | bytes, path: Path | str, field: str = "") -> Any:
+def loads_bounded(text: str | bytes, path: Path | str, field: str = "", allow_nonfinite: bool = False) -> Any:
     """Parse JSON ``text`` (from ``path``, at ``field`` inside it if it is embedded) within the
-    readers' limits: nesting depth, integer digits, and no NaN or Infinity anywhere (witprobe
-    never writes them: where a count or a bound is expected they would pass every comparison).
-    :class:`InputError` naming the file and the JSON path otherwise."""
+    readers' limits: nesting depth, integer digits, and no NaN or Infinity anywhere (witprobe's
+    records never hold them: where a count or a bound is expected they would pass every
+    comparison). :class:`InputError` naming the file and the JSON path otherwise.
+
+    ``allow_nonfinite``: keep NaN and Infinity as floats (probe snapshots record them on purpose,
+    for the gate's ``non_finite`` check, which is then the reader's duty)."""
     try:
         data = json.loads(text, parse_int=_parse_int, parse_constant=float)
     except RecursionError:
@@ -141,11 +144,11 @@ def loads_bounded(text: str | bytes, path: Path | str, field: str = "") -> Any:
         raise InputError(path, field, f"not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
     except ValueError as e:
         raise InputError(path, field, f"not valid JSON ({e})") from None
-    check_json_value(data, path, field)
+    check_json_value(data, path, field, allow_nonfinite)
     return data
 
 
-def check_json_value(data: Any, path: Path | str, field: str = "") -> None:
+def check_json_value(data: Any, path: Path | str, field: str = "", allow_nonfinite: bool = False) -> None:
     """Walk ``data`` (iteratively: no recursion to exhaust) for the limits of :func:`loads_bounded`."""
     stack = [(data, field, 0)]
     while stack:
@@ -155,7 +158,7 @@ def check_json_value(data: Any, path: Path | str, field: str = "") -> None:
                              f"nested deeper than {MAX_JSON_DEPTH} levels")
         if isinstance(v, _LongInt):
             raise InputError(path, where, f"an integer of {len(v.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
-        if isinstance(v, float) and not math.isfinite(v):
+        if isinstance(v, float) and not allow_nonfinite and not math.isfinite(v):
             raise InputError(path, where, f"{v} is not a finite number")
         if isinstance(v, dict):
             stack += [(x, f"{where}.{k}" if where else str(k), depth + 1) for k, x in v.items()]
@@ -163,17 +166,17 @@ def check_json_value(data: Any, path: Path | str, field: str = "") -> None:
             stack += [(x, f"{where}[{i}]", depth + 1) for i, x in enumerate(v)]
 
 
-def read_json(path: Path | str, limit: int = MAX_INPUT_BYTES) -> Any:
+def read_json(path: Path | str, limit: int = MAX_INPUT_BYTES, allow_nonfinite: bool = False) -> Any:
     """The JSON value in ``path``, read within the readers' limits (:func:`loads_bounded`)."""
-    return loads_bounded(read_text_capped(path, limit), path)
+    return loads_bounded(read_text_capped(path, limit), path, allow_nonfinite=allow_nonfinite)
 
 
-def read_json_object(path: Path, schema_prefix: str | None = None) -> dict[str, Any]:
+def read_json_object(path: Path, schema_prefix: str | None = None, allow_nonfinite: bool = False) -> dict[str, Any]:
     """Read a JSON object from ``path`` (:func:`read_json`); :class:`InputError` naming the file (and field) otherwise.
 
     With ``schema_prefix`` the object's ``schema`` field must be a string starting with it.
     """
-    data = read_json(path)
+    data = read_json(path, allow_nonfinite=allow_nonfinite)
     if not isinstance(data, dict):
         raise InputError(path, "", f"expected a JSON object, found {type(data).__name__}")
     if schema_prefix is not None:

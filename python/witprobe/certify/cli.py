@@ -148,6 +148,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         quiet_third_party()
     if args.prompt and args.prompts:
         raise UsageError("--prompt and --prompts FILE cannot be combined; put every prompt in the file")
+    for i, text in enumerate(args.prompt or (), start=1):
+        try:
+            text.encode("utf-8")  # a non-UTF-8 argument arrives as lone surrogates
+        except UnicodeEncodeError as e:
+            raise UsageError(f"--prompt number {i} is not UTF-8 text (an undecodable byte at character {e.start})") from None
     prompts = read_prompts(args.prompts) if args.prompts else tuple(args.prompt) if args.prompt else DEFAULT_PROMPTS
     cfg = MeasureConfig(
         model=args.model, codec=args.codec, bands=args.bands, compress_values=not args.keys_only,
