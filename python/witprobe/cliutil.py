@@ -25,6 +25,7 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,21 @@ def check_writable(out: Path) -> None:
         Path(tempfile.mkdtemp(prefix=".witprobe-probe-", dir=anc)).rmdir()
     except OSError as e:
         raise UsageError(f"cannot write {out}: {anc} is not writable ({e.strerror or e})") from None
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr and exit 2 (``--help`` shows the usage)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"error: {terminal_safe(' '.join(message.split()))} (see {self.prog} --help)\n")
+
+
+def fraction_arg(text: str) -> Fraction:
+    """An argparse type: an exact rational ``p/q`` or decimal (``1/0`` and ``nan`` are usage errors)."""
+    try:
+        return Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a rational number p/q with q > 0") from None
 
 
 def version_text(prog: str) -> str:

@@ -151,8 +151,11 @@ def derive_rank(path: Path | str) -> RankDerived:
             ep = body.get("eprocess")
             if isinstance(ep, dict) and all(isinstance(ep.get(k), (int, float)) for k in ("kappa", "delta_e")):
                 params = {"kappa": float(ep["kappa"]), "delta_e": float(ep["delta_e"])}
+                try:
+                    out.global_eprocess = EProcess(**params)
+                except ValueError as e:
+                    raise DeriveError(f"record {seq}: eprocess {e}") from None
                 out.eprocess_params = params
-                out.global_eprocess = EProcess(**params)
         elif kind == "account_open":
             uid = _count(body, "uid", seq)
             kind_a = body.get("kind")
