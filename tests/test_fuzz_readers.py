@@ -57,3 +57,27 @@ def test_every_special_value_in_a_nested_field(fixtures, tmp_path, target):
     for i, (label, mutated) in enumerate(fuzz.special_cases(fixtures.valid(target))):
         code, _, err, problems = fuzz.run_case(fixtures, target, mutated, tmp_path / f"case{i}")
         assert not problems, f"{target} [{label[:80]}] exit {code}: {problems}: {err[-400:]}"
+
+
+def _put(data: bytes, path: tuple, text: str) -> bytes:
+    import json
+
+    d = json.loads(data)
+    parent = d
+    for k in path[:-1]:
+        parent = parent[k]
+    parent[path[-1]] = fuzz._MARK
+    return json.dumps(d).replace(json.dumps(fuzz._MARK), text).encode()
+
+
+@pytest.mark.parametrize("target, path, text", [
+    ("snapshot", ("slots", "DenseKV#0|L2|value", "layer"), "[" * 60 + "1" + "]" * 60),
+    ("snapshot", ("slots", "DenseKV#0|L10|value", "owner"), "[]"),
+    ("run", ("layers", 2, "read", "out_spread_l2", "max"), "1e308"),
+    ("run", ("layers", 0, "write", "key_witness", "max"), "1e308"),
+])
+def test_the_3600_case_campaign_findings(fixtures, tmp_path, target, path, text):
+    """What `bench/fuzz_readers.py --cases 3600 --seed 29` found (exit 4 before the fix): an
+    unhashable slot owner or layer in the gate, a 1e308 reading overflowing the report's arithmetic."""
+    code, _, err, problems = fuzz.run_case(fixtures, target, _put(fixtures.valid(target), path, text), tmp_path / "c")
+    assert not problems and code in (1, 2), err

@@ -106,6 +106,9 @@ MAX_JSON_DEPTH = 64
 """The deepest JSON nesting any reader accepts (witprobe's records nest about 8 deep)."""
 MAX_INT_DIGITS = 200
 """The most digits of a JSON integer (witprobe's largest, a 2^-48 unit count, has about 30)."""
+MAX_FLOAT = 1e100
+"""The largest magnitude of a JSON number with a fraction or exponent (1e308 overflows the first
+product it enters; witprobe's readings are norms and shares far below this)."""
 
 
 def read_bytes_capped(path: Path | str, limit: int = MAX_INPUT_BYTES) -> bytes:
@@ -176,6 +179,8 @@ def check_json_value(data: Any, path: Path | str, field: str = "", allow_nonfini
             raise InputError(path, where, f"an integer of {len(v.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
         if isinstance(v, float) and not allow_nonfinite and not math.isfinite(v):
             raise InputError(path, where, f"{v} is not a finite number")
+        if isinstance(v, float) and math.isfinite(v) and abs(v) > MAX_FLOAT:
+            raise InputError(path, where, f"{v:g} is out of range (a number's magnitude is at most {MAX_FLOAT:g})")
         if isinstance(v, dict):
             stack += [(x, f"{where}.{k}" if where else str(k), depth + 1) for k, x in v.items()]
         elif isinstance(v, list):

@@ -195,6 +195,10 @@ def check_coverage(snap: Any, exp: Expectations) -> list[Finding]:
         for name in ("host_calls", "device_calls"):
             if not _is_call_count(s.get(name)):
                 f.add("counter_missing", f"{key}.{name}", f"null, missing or not an integer >= 0: {s.get(name)!r}")
+        if not (isinstance(s.get("owner"), str) and isinstance(s.get("path"), str)
+                and (s.get("layer") is None or _is_count(s.get("layer")))):
+            f.add("counter_missing", key, "slot owner and path are not strings, or its layer is not an index: "
+                  f"{s.get('owner')!r:.30} {s.get('path')!r:.30} {s.get('layer')!r:.30}")
         if not isinstance(s.get("stats"), dict) or not s["stats"]:
             f.add("counter_missing", f"{key}.stats", f"not a nonempty object of statistics: {s.get('stats')!r:.40}")
         for sk, st in _stats(s).items():
