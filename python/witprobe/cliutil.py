@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import re
 import sys
 import tempfile
 import traceback
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,17 @@ class InputError(UsageError):
         super().__init__(f"{where}: {problem}")
 
 
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every control character but newline and tab escaped (``\\x1b``, ``\\u202e``):
+    strings from input files (a model name, a prompt, a field value) reach the terminal as text,
+    never as escape sequences that recolour, move the cursor, retitle the window or reorder a line."""
+    return _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                       else f"\\u{ord(m.group()):04x}", text)
+
+
 def check_writable(out: Path) -> None:
     """Raise :class:`UsageError` unless a directory can be created beside ``out`` (tried, then removed)."""
     anc = out.parent
@@ -60,6 +74,21 @@ def check_writable(out: Path) -> None:
         raise UsageError(f"cannot write {out}: {anc} is not writable ({e.strerror or e})") from None
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr and exit 2 (``--help`` shows the usage)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"error: {terminal_safe(' '.join(message.split()))} (see {self.prog} --help)\n")
+
+
+def fraction_arg(text: str) -> Fraction:
+    """An argparse type: an exact rational ``p/q`` or decimal (``1/0`` and ``nan`` are usage errors)."""
+    try:
+        return Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a rational number p/q with q > 0") from None
+
+
 def version_text(prog: str) -> str:
     from witprobe.version import __version__
 
@@ -71,27 +100,110 @@ def add_version(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--version", action="version", version=version_text(parser.prog))
 
 
-def read_json_object(path: Path, schema_prefix: str | None = None) -> dict[str, Any]:
-    """Read a JSON object from ``path``; :class:`InputError` naming the file (and field) otherwise.
+MAX_INPUT_BYTES = 64 * 2**20
+"""The largest input file any reader accepts (a run.json is a few hundred KB)."""
+MAX_JSON_DEPTH = 64
+"""The deepest JSON nesting any reader accepts (witprobe's records nest about 8 deep)."""
+MAX_INT_DIGITS = 200
+"""The most digits of a JSON integer (witprobe's largest, a 2^-48 unit count, has about 30)."""
+MAX_FLOAT = 1e100
+"""The largest magnitude of a JSON number with a fraction or exponent (1e308 overflows the first
+product it enters; witprobe's readings are norms and shares far below this)."""
+
+
+def read_bytes_capped(path: Path | str, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of ``path``, at most ``limit`` of them read (``/dev/zero`` is refused at once):
+    :class:`InputError` naming the file when it is missing, unreadable or larger."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except FileNotFoundError:
+        raise InputError(path, "", "no such file") from None
+    except IsADirectoryError:
+        raise InputError(path, "", "is a directory, not a file") from None
+    except OSError as e:
+        raise InputError(path, "", f"cannot be read ({e.strerror or type(e).__name__})") from None
+    if len(data) > limit:
+        raise InputError(path, "", f"is larger than {limit} bytes (the limit for an input file)")
+    return data
+
+
+def read_text_capped(path: Path | str, limit: int = MAX_INPUT_BYTES) -> str:
+    """:func:`read_bytes_capped` decoded as UTF-8 (:class:`InputError` at the first bad byte)."""
+    data = read_bytes_capped(path, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(path, "", f"is not UTF-8 text (byte {e.start})") from None
+
+
+class _LongInt(str):
+    """A JSON integer literal longer than :data:`MAX_INT_DIGITS` (refused by :func:`check_json_value`)."""
+
+
+def _parse_int(text: str) -> int | _LongInt:
+    return int(text) if len(text.lstrip("-")) <= MAX_INT_DIGITS else _LongInt(text)
+
+
+def loads_bounded(text: str | bytes, path: Path | str, field: str = "", allow_nonfinite: bool = False) -> Any:
+    """Parse JSON ``text`` (from ``path``, at ``field`` inside it if it is embedded) within the
+    readers' limits: nesting depth, integer digits, and no NaN or Infinity anywhere (witprobe's
+    records never hold them: where a count or a bound is expected they would pass every
+    comparison). :class:`InputError` naming the file and the JSON path otherwise.
+
+    ``allow_nonfinite``: keep NaN and Infinity as floats (probe snapshots record them on purpose,
+    for the gate's ``non_finite`` check, which is then the reader's duty)."""
+    try:
+        data = json.loads(text, parse_int=_parse_int, parse_constant=float)
+    except RecursionError:
+        raise InputError(path, field, f"nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except UnicodeDecodeError as e:
+        raise InputError(path, field, f"is not UTF-8 text (byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        raise InputError(path, field, f"not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    except ValueError as e:
+        raise InputError(path, field, f"not valid JSON ({e})") from None
+    check_json_value(data, path, field, allow_nonfinite)
+    return data
+
+
+def check_json_value(data: Any, path: Path | str, field: str = "", allow_nonfinite: bool = False) -> None:
+    """Walk ``data`` (iteratively: no recursion to exhaust) for the limits of :func:`loads_bounded`."""
+    stack = [(data, field, 0)]
+    while stack:
+        v, where, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise InputError(path, where if len(where) <= 60 else where[:57] + "...",
+                             f"nested deeper than {MAX_JSON_DEPTH} levels")
+        if isinstance(v, _LongInt):
+            raise InputError(path, where, f"an integer of {len(v.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
+        if isinstance(v, float) and not allow_nonfinite and not math.isfinite(v):
+            raise InputError(path, where, f"{v} is not a finite number")
+        if isinstance(v, float) and math.isfinite(v) and abs(v) > MAX_FLOAT:
+            raise InputError(path, where, f"{v:g} is out of range (a number's magnitude is at most {MAX_FLOAT:g})")
+        if isinstance(v, dict):
+            stack += [(x, f"{where}.{k}" if where else str(k), depth + 1) for k, x in v.items()]
+        elif isinstance(v, list):
+            stack += [(x, f"{where}[{i}]", depth + 1) for i, x in enumerate(v)]
+
+
+def read_json(path: Path | str, limit: int = MAX_INPUT_BYTES, allow_nonfinite: bool = False) -> Any:
+    """The JSON value in ``path``, read within the readers' limits (:func:`loads_bounded`)."""
+    return loads_bounded(read_text_capped(path, limit), path, allow_nonfinite=allow_nonfinite)
+
+
+def read_json_object(path: Path, schema_prefix: str | None = None, allow_nonfinite: bool = False) -> dict[str, Any]:
+    """Read a JSON object from ``path`` (:func:`read_json`); :class:`InputError` naming the file (and field) otherwise.
 
     With ``schema_prefix`` the object's ``schema`` field must be a string starting with it.
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(path, "", "no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(path, "", f"cannot be read ({type(e).__name__}: {e})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(path, "", f"not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    data = read_json(path, allow_nonfinite=allow_nonfinite)
     if not isinstance(data, dict):
         raise InputError(path, "", f"expected a JSON object, found {type(data).__name__}")
     if schema_prefix is not None:
         schema = data.get("schema")
         if not isinstance(schema, str) or not schema.startswith(schema_prefix):
-            raise InputError(path, "schema", f"{schema!r} is not a {schema_prefix}* record")
+            raise InputError(path, "schema", f"{_short(schema)} is not a {schema_prefix}* record")
     return data
 
 
@@ -155,7 +267,7 @@ def run_handler(handler: Callable[[argparse.Namespace], int], args: argparse.Nam
         sys.stdout.flush()  # a broken pipe surfaces here, inside the handler's contract
         return code
     except UsageError as e:
-        print("error: " + " ".join(str(e).split()), file=sys.stderr)  # always one line
+        print("error: " + terminal_safe(" ".join(str(e).split())), file=sys.stderr)  # always one line
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)

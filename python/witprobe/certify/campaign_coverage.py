@@ -8,7 +8,6 @@ Table 1 shape). Each model's directory is written atomically; the table is writt
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -72,4 +71,6 @@ def run_coverage(out: Path, models: tuple[str, ...] = COVERAGE_MODELS, codec: st
 
 
 def load_table(out: Path) -> dict[str, Any]:
-    return json.loads((out / "coverage.json").read_text(encoding="utf-8"))
+    from witprobe.cliutil import read_json
+
+    return read_json(out / "coverage.json")

@@ -25,7 +25,7 @@ from typing import Any
 from witprobe.certify.certificate import OBLIGATIONS_FILE, assemble, sha256_text
 from witprobe.certify.certificate_record import load_certificate
 from witprobe.certify.derive import Derivation, DeriveError, derive
-from witprobe.cliutil import InputError, read_json_object
+from witprobe.cliutil import InputError, read_json_object, read_text_capped
 from witprobe.certify.kernels import (KERNEL_MODES, KernelOutcomes, LeanOutcome, coq_check, coq_check_text, lean_check,
                                       lean_real_check)
 from witprobe.formal import coq_runner
@@ -86,10 +86,7 @@ def check_dir(directory: Path) -> CheckResult:
             res.problems.append(f"{p} is missing")
     if res.problems:
         return res
-    try:
-        run_text = run_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(run_path, "", f"cannot be read ({e})") from None
+    run_text = read_text_capped(run_path)
     cert = load_certificate(cert_path)
     run_sha = sha256_text(run_text)
     if cert.get("run_json_sha256") != run_sha:
@@ -150,7 +147,11 @@ def _compare_file(path: Path, rel: str, text: str | None, res: CheckResult) -> N
     if not path.is_file():
         res.problems.append(f"{rel} is missing")
         return
-    stored = path.read_text(encoding="utf-8")
+    try:
+        stored = read_text_capped(path)
+    except InputError as e:
+        res.problems.append(f"{rel} {e.problem}")
+        return
     if stored != text:
         res.problems.append(f"{rel} differs from the rendering of run.json (first at line {_first_diff_line(text, stored)})")
 
@@ -196,9 +197,9 @@ def _check_coq_on_disk(stored: dict[str, Any], path: Path, rendered: str | None,
     if not path.is_file() or stored.get("mode", "auto") == "off":
         return
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        res.problems.append(f"{COQ_FILE} on disk cannot be read ({e})")
+        text = read_text_capped(path)
+    except InputError as e:
+        res.problems.append(f"{COQ_FILE} on disk {e.problem}")
         return
     if text == rendered:
         return

@@ -5,7 +5,9 @@ Exit codes (documented in the README, each tested):
 ====  ==========================================================================
 0     ok (run: every self-check is 0, no bound was beaten, and the run did not diverge end to end;
       check: identical)
-1     a self-check or a bound failed (run), or the directory does not re-derive (check)
+1     a self-check or a bound failed (run), or the directory does not re-derive (check; show and report:
+      the certificate is not the one run.json and its recorded kernel outcomes give, e.g. a bound below
+      its realized value: it is printed as NOT VERIFIED, never with its own verdict)
 5     run: the verdict is pass (every per-layer bound held) but the served next-token distribution
       diverged end to end: its largest TV exceeds ``--e2e-tv-tol`` (a reading, no bound covers it)
 2     usage error (bad option or combination, unknown model or codec, unwritable or existing output
@@ -30,7 +32,7 @@ import time
 from pathlib import Path
 
 from witprobe.cliutil import (EXIT_INTERNAL, EXIT_USAGE, UsageError, add_version,
-                              quiet_third_party, read_with, run_handler, wants_quiet)
+                              quiet_third_party, read_with, run_handler, terminal_safe, wants_quiet)
 from witprobe.probe.errors import MeterInputError
 
 EXIT_OK, EXIT_FAIL, EXIT_NO_LEAN = 0, 1, 3
@@ -146,6 +148,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         quiet_third_party()
     if args.prompt and args.prompts:
         raise UsageError("--prompt and --prompts FILE cannot be combined; put every prompt in the file")
+    for i, text in enumerate(args.prompt or (), start=1):
+        try:
+            text.encode("utf-8")  # a non-UTF-8 argument arrives as lone surrogates
+        except UnicodeEncodeError as e:
+            raise UsageError(f"--prompt number {i} is not UTF-8 text (an undecodable byte at character {e.start})") from None
     prompts = read_prompts(args.prompts) if args.prompts else tuple(args.prompt) if args.prompt else DEFAULT_PROMPTS
     cfg = MeasureConfig(
         model=args.model, codec=args.codec, bands=args.bands, compress_values=not args.keys_only,
@@ -235,15 +242,16 @@ def _cmd_check(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.dir} is not a directory")
     res = check_dir(args.dir)
     for n in res.notes:
-        print(f"note: {n}")
+        print(terminal_safe(f"note: {n}"))
     for p in res.problems:
-        print(f"DIFFERS: {p}")
+        print(terminal_safe(f"DIFFERS: {p}"))
     print("check: ok" if res.ok else f"check: {len(res.problems)} problem(s)")
     return EXIT_OK if res.ok else EXIT_FAIL
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
     from witprobe.certify.certificate_record import load_certificate
+    from witprobe.certify.recorded import verify_recorded
     from witprobe.certify.report import print_summary, print_table
 
     if not args.dir.is_dir():
@@ -252,21 +260,27 @@ def _cmd_show(args: argparse.Namespace) -> int:
     cert = load_certificate(path)
     buf = io.StringIO()  # rendered whole first: a corrupt field never leaves half a table on stdout
 
+    problems = verify_recorded(args.dir, cert)  # never print a verdict `check` would refuse
+
     def render(c: dict) -> None:
-        print_table(c, buf)
-        print_summary(c, buf)
+        if problems:
+            print(f"NOT VERIFIED: {problems[0]}", file=buf)
+        print_table(c, buf, verified=not problems)
+        print_summary(c, buf, problems)
 
     read_with(path, cert, render)
-    sys.stdout.write(buf.getvalue())
-    return EXIT_OK
+    sys.stdout.write(terminal_safe(buf.getvalue()))
+    return EXIT_FAIL if problems else EXIT_OK
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from witprobe.certify.html_report import write_report
 
-    written = write_report(args.dir, args.out, force=args.force)
-    print(f"wrote {written}")
-    return EXIT_OK
+    written, problems = write_report(args.dir, args.out, force=args.force)
+    print(terminal_safe(f"wrote {written}"))
+    for p in problems:
+        print(terminal_safe(f"NOT VERIFIED: {p}"))
+    return EXIT_FAIL if problems else EXIT_OK
 
 
 def _cmd_doctor(_: argparse.Namespace) -> int:

@@ -18,12 +18,18 @@ line naming the file and the JSON field) when:
 - the summary's headline is not the one :func:`witprobe.certify.verdict.headline` states for the
   summary's own verdict, scope and end-to-end readings.
 
+A certificate that reads but is not the one ``run.json`` and its recorded kernel outcomes give (a
+bound below its realized value, an edited tier or verdict: :mod:`witprobe.certify.recorded`) is
+rendered with a ``NOT VERIFIED`` banner in place of its verdict and every tier shown as
+``UNVERIFIED``; nothing on the page reads as certified or pass.
+
 Writing (:func:`write_report`) renders the whole page first, then writes it to a temporary file
 beside the target and renames it into place: a failure leaves no half-written page.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import io
 import math
@@ -41,15 +47,17 @@ from witprobe.certify.coverage import format_coverage
 from witprobe.certify.derive import DeriveError, as_run, derive
 from witprobe.certify.end_to_end import DEFAULT_TV_TOLERANCE, EndToEnd, format_end_to_end
 from witprobe.certify.pipeline import REPORT_FILE, RUN_SCHEMA_PREFIX
+from witprobe.certify.recorded import VERIFIED_NOTE, bounds_below_realized, rederive_problems
 from witprobe.certify.report import print_summary, print_table
 from witprobe.certify.run_record import QueryAlignedRecord, RunRecord, Statistic, count
-from witprobe.cliutil import InputError, UsageError, read_json_object, read_with
+from witprobe.cliutil import InputError, UsageError, read_json_object, read_text_capped, read_with
 from witprobe.typed_json import encode
 
 __all__ = ["Report", "load_report", "render_html", "write_report", "REPORT_FILE"]
 
 KERNEL_CHECKED = "kernel_checked"
 CERTIFIED = Tier.CERTIFIED.value
+UNVERIFIED = "UNVERIFIED"  # the tier shown for every claim of a certificate that does not verify
 COLOURS = {"certified": "#1a7f37", "partial": "#8250df", "empirical": "#bc4c00", "vacuous": "#cf222e",
            "realized": "#1f2328", "runner_up": "#8c959f", "residual": "#0969da", "witness": "#8250df"}
 """Plot colours by meaning (a certified bound is drawn in the certified colour only)."""
@@ -176,6 +184,7 @@ class Report:
     end_to_end_line: str
     requests: tuple[RequestReading, ...]
     tv_tolerance: float
+    problems: tuple[str, ...] = ()  # why the certificate does not verify (empty: it does)
 
     @property
     def tv_claims(self) -> tuple[ClaimRow, ...]:
@@ -303,12 +312,12 @@ def _read_run(run: RunRecord) -> dict[str, Any]:
     }
 
 
-def _read_cert(cert: dict[str, Any]) -> dict[str, Any]:
+def _read_cert(cert: dict[str, Any], problems: list[str]) -> dict[str, Any]:
     from witprobe.certify.report import _kernel_line  # the CLI's wording of the kernel lines
 
     table, summary = io.StringIO(), io.StringIO()
-    print_table(cert, table)  # every field `certify show` reads, read the same way
-    print_summary(cert, summary)
+    print_table(cert, table, verified=not problems)  # every field `certify show` reads, read the same way
+    print_summary(cert, summary, problems)
     s = cert["summary"]
     ok = s["verdict"] == "pass"
     if s["verdict"] not in ("pass", "fail"):
@@ -319,6 +328,8 @@ def _read_cert(cert: dict[str, Any]) -> dict[str, Any]:
     e2e = s["end_to_end"]
     end = EndToEnd(**{f.name: e2e[f.name] for f in fields(EndToEnd)})
     claims = [_claim(i, c) for i, c in enumerate(cert["claims"])]
+    if problems:  # no tier of a certificate that does not verify is shown as witprobe's
+        claims = [dataclasses.replace(c, tier=UNVERIFIED) for c in claims]
     return {
         "verdict": s["verdict"], "headline": s["headline"],
         "cli_table": table.getvalue(), "cli_summary": summary.getvalue(),
@@ -345,7 +356,7 @@ def load_report(directory: Path) -> Report:
     run_path, cert_path = d / "run.json", d / "certificate.json"
     cert = load_certificate(cert_path)
     run = read_json_object(run_path, schema_prefix=RUN_SCHEMA_PREFIX)
-    run_sha = sha256_text(run_path.read_text(encoding="utf-8"))
+    run_sha = sha256_text(read_text_capped(run_path))
     if cert.get("run_json_sha256") != run_sha:
         raise InputError(cert_path, "run_json_sha256", f"is not the SHA-256 of {run_path} ({run_sha}): "
                                                        "the certificate was not made from this run")
@@ -357,14 +368,15 @@ def load_report(directory: Path) -> Report:
         raise InputError(run_path, "", f"cannot be derived: {e}") from None
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
         raise InputError(run_path, "", f"malformed ({type(e).__name__}: {e})") from None
-    c = read_with(cert_path, cert, _read_cert)
+    problems = bounds_below_realized(cert) + rederive_problems(run, run_sha, cert)
+    c = read_with(cert_path, cert, lambda x: _read_cert(x, problems))
     header = Header(**r["header"], rendered_with=__version__, run_sha256=run_sha, coq_line=c["coq_line"],
                     lean_line=c["lean_line"], coq_checked=c["coq_checked"], lean_checked=c["lean_checked"])
     return Report(header=header, verdict=c["verdict"], headline=c["headline"], cli_summary=c["cli_summary"],
                   cli_table=c["cli_table"], claims=tuple(c["claims"]), coverage=tuple(c["coverage"]),
                   writes=tuple(r["writes"]), self_checks=tuple(c["self_checks"]), failures=c["failures"],
                   end_to_end=c["end_to_end"], end_to_end_line=c["end_to_end_line"],
-                  requests=tuple(r["requests"]), tv_tolerance=r["tv_tolerance"])
+                  requests=tuple(r["requests"]), tv_tolerance=r["tv_tolerance"], problems=tuple(problems))
 
 
 # ----------------------------------------------------------------------------- SVG plots
@@ -615,6 +627,7 @@ text-align:left;vertical-align:top}th{background:#f6f8fa}td.n{text-align:right;f
 .pass{background:#dafbe1;border:1px solid #1a7f37}.fail{background:#ffebe9;border:1px solid #cf222e}
 .tier{display:inline-block;padding:0 6px;border-radius:10px;font-size:12px;color:#fff}
 .tier-certified{background:#1a7f37}.tier-empirical{background:#bc4c00}.tier-partial{background:#8250df}
+.tier-UNVERIFIED{background:#cf222e}
 .vac{display:inline-block;padding:0 6px;border-radius:10px;font-size:12px;background:#cf222e;color:#fff}
 pre{background:#f6f8fa;padding:8px;white-space:pre-wrap;font-size:12px}svg{display:block;margin:8px 0;max-width:100%;height:auto}
 svg text{font-size:11px;fill:#1f2328}svg text.t{font-size:13px;font-weight:600}.note{color:#59636e}
@@ -669,8 +682,13 @@ def render_html(rep: Report) -> str:
            f"<title>witprobe report: {_e(h.model)} {_e(h.codec)}</title><style>{CSS}</style></head><body>",
            f"<h1>witprobe report: {_e(h.model)}, {_e(h.codec)}</h1>",
            _table(None, head_rows),
-           f'<div class="verdict {"pass" if rep.verdict == "pass" else "fail"}" id="verdict">verdict: '
-           f"{_e(rep.headline)}</div>",
+           (f'<div class="verdict fail" id="verdict">NOT VERIFIED: certificate.json is not the certificate '
+            "re-derived from run.json; its verdict and tiers are not shown as witprobe's (run "
+            "<code>certify check DIR</code>)</div>" + "".join(f'<p class="vac">NOT VERIFIED: {_e(p)}</p>'
+                                                             for p in rep.problems)
+            if rep.problems else
+            f'<div class="verdict {"pass" if rep.verdict == "pass" else "fail"}" id="verdict">verdict: '
+            f"{_e(rep.headline)}</div><p class=\"note\">{_e(VERIFIED_NOTE)}</p>"),
            '<p class="note">A pass says the per-layer bounds held on these prompts; it never says the compressed '
            "model behaves like the uncompressed one. What is bounded and what is not is listed below, as "
            "<code>certify show</code> prints it.</p>",
@@ -749,10 +767,11 @@ def render_html(rep: Report) -> str:
 
 
 def write_report(directory: Path, out: Path | None = None, render: Callable[[Report], str] = render_html,
-                 force: bool = False) -> Path:
+                 force: bool = False) -> tuple[Path, tuple[str, ...]]:
     """Validate, render, then write ``out`` (default ``DIR/report.html``) through a temporary file
     renamed into place (:mod:`witprobe.safe_output`); returns the path written.
 
+    Returns the path written and the problems that make the certificate NOT VERIFIED (empty: it verifies).
     ``DIR/report.html`` is recorded in the run directory's manifest and replaced only while it is
     the page witprobe wrote; an ``--out FILE`` that exists is replaced only with ``force``."""
     from witprobe.certify.pipeline import RUN_TOOL
@@ -763,7 +782,8 @@ def write_report(directory: Path, out: Path | None = None, render: Callable[[Rep
         check_into(directory, [REPORT_FILE])
     else:
         check_new_file(out, force)
-    text = render(load_report(directory))  # every read and check before anything is written
+    rep = load_report(directory)  # every read and check before anything is written
+    text = render(rep)
     if out is None:
-        return write_into(directory, REPORT_FILE, text, RUN_TOOL)
-    return write_file(out, text, force=force)
+        return write_into(directory, REPORT_FILE, text, RUN_TOOL), rep.problems
+    return write_file(out, text, force=force), rep.problems

@@ -20,7 +20,7 @@ from witprobe.certify.certificate import OBLIGATIONS_FILE, assemble, canonical_j
 from witprobe.certify.derive import Derivation, as_run, derive
 from witprobe.certify.run_record import RunRecord
 from witprobe.certify.kernels import KernelOutcomes, coq_check, lean_check, lean_real_check
-from witprobe.cliutil import check_writable
+from witprobe.cliutil import InputError, check_writable, read_json
 from witprobe.formal.render import render_run
 from witprobe.formal.render_coq import COQ_FILE, render_coq
 from witprobe.formal.render_lean_real import LEAN_REAL_FILE, render_lean_real
@@ -57,8 +57,8 @@ def run_dir_problem(out: Path) -> str:
     if not run.is_file():
         return f"{out} has no run.json"
     try:
-        schema = json.loads(run.read_text(encoding="utf-8")).get("schema")
-    except (OSError, ValueError, AttributeError):
+        schema = read_json(run).get("schema")
+    except (InputError, AttributeError):
         schema = None
     if not isinstance(schema, str) or not schema.startswith(RUN_SCHEMA_PREFIX):
         return f"{out}/run.json is not a {RUN_SCHEMA_PREFIX}* record"

@@ -29,6 +29,12 @@ def _up(text: str | None, digits: int) -> str:
     return rounding.decimal_up(Fraction(text), digits)
 
 
+def _tier(c: dict[str, Any], verified: bool) -> str:
+    """The tier cell: ``unverified`` for every claim of a certificate that does not re-derive
+    (:mod:`witprobe.certify.recorded`): its tiers are not witprobe's."""
+    return c["tier"] if verified else "UNVERIFIED"
+
+
 CLAIM_FIELDS = ("id", "kind", "layer", "bound", "vacuous", "tier")  # what every claim of a certificate carries
 
 
@@ -45,11 +51,12 @@ def require_claims(cert: dict[str, Any]) -> None:
             raise ValueError(f"tier {c['tier']!r} is not one of {sorted(known)}")
 
 
-def print_table(cert: dict[str, Any], out: TextIO) -> None:
+def print_table(cert: dict[str, Any], out: TextIO, verified: bool = True) -> None:
     """Layer | rel. residual | W/||D|| | realized TV | plain | e-form | centred | box | claimed bound | form | tightness | tier.
 
     The box column is printed when the run metered it; a box bound is claimed only where the box
-    theorem covers the layer's memory kind (``docs/CERTIFICATES.md``).
+    theorem covers the layer's memory kind (``docs/CERTIFICATES.md``). With ``verified`` false
+    every tier prints as ``UNVERIFIED``.
     """
     require_claims(cert)
     readings = {r["layer"]: r for r in cert["readings"]}
@@ -70,14 +77,14 @@ def print_table(cert: dict[str, Any], out: TextIO) -> None:
             f"{c['layer']:>5} {_num(rel * 100 if rel is not None else None, '{:.3f}'):>8} "
             f"{_num(r.get(f'{main}_conservativeness_mean'), '{:.2f}'):>6} {_num(c['realized_tv_max']):>8} {cells} "
             f"{_bound(c['bound'], c['vacuous']):>7} {c['form'] or '-':>9} {_num(c['tightness'], '{:.1f}'):>6} "
-            f"{c['tier']:>9}",
+            f"{_tier(c, verified):>9}",
             file=out,
         )
     print("(* = vacuous: a TV bound >= 1 says nothing; bounds are rounded up; the claim is the tightest non-vacuous "
           "form its theorem covers; qa box: the box bound over the query-aligned radii, '-' when the run stored no "
           "query-aligned witness)", file=out)
-    print_evictions(cert, out)
-    print_outputs(cert, out)
+    print_evictions(cert, out, verified)
+    print_outputs(cert, out, verified)
     print_recurrent(cert, out)
     print_pooling(cert, out)
     sel = {c["layer"]: c for c in cert["claims"] if c["kind"] == "selection"}
@@ -96,12 +103,12 @@ def print_table(cert: dict[str, Any], out: TextIO) -> None:
                 f"{layer:>5} {e['rows']:>5} {pct(e['certified_rows_share']):>6} {pct(e['top1_certified_share']):>6} "
                 f"{_bound(c['bound']):>8} {_num(c['realized_tv_max']):>8} "
                 f"{_num(t['extra']['rho_tail'] if t else None, '{:.2f}'):>6} {_bound(t['bound'], t['vacuous']) if t else '-':>7} "
-                f"{_num(t['realized_tv_max'] if t else None):>8} {t['tier'] if t else '-':>9}",
+                f"{_num(t['realized_tv_max'] if t else None):>8} {_tier(t, verified) if t else '-':>9}",
                 file=out,
             )
 
 
-def print_outputs(cert: dict[str, Any], out: TextIO) -> None:
+def print_outputs(cert: dict[str, Any], out: TextIO, verified: bool = True) -> None:
     """Attention-output error per layer (values compressed or not), before and after ``W_o``."""
     outs = {c["layer"]: c for c in cert["claims"] if c["kind"] == "attn_out"}
     if not outs:
@@ -120,13 +127,13 @@ def print_outputs(cert: dict[str, Any], out: TextIO) -> None:
             f"{_up(e['tv_term'], 6):>9} {_up(e['value_term'], 6):>9} {_num(c['tightness'], '{:.1f}'):>6} "
             f"{_num(p['extra']['realized_err_max'] if p else None):>12} "
             f"{_bound(p['bound'], p['vacuous']) if p else '-':>9} {_num(p['tightness'] if p else None, '{:.1f}'):>6} "
-            f"{_up(pe.get('opnorm_upper'), 4):>8} {c['tier']:>9}",
+            f"{_up(pe.get('opnorm_upper'), 4):>8} {_tier(c, verified):>9}",
             file=out,
         )
     print("(* = the layer's TV bound is vacuous: only the trivial TV <= 1 is used)", file=out)
 
 
-def print_evictions(cert: dict[str, Any], out: TextIO) -> None:
+def print_evictions(cert: dict[str, Any], out: TextIO, verified: bool = True) -> None:
     """Eviction codecs: per layer, TV(full, pruned attention) realized vs the bound RHO/(1+RHO)."""
     ev = [c for c in cert["claims"] if c["kind"] == "evict_tv"]
     if not ev:
@@ -142,7 +149,7 @@ def print_evictions(cert: dict[str, Any], out: TextIO) -> None:
         print(f"{c['layer']:>5} {_num(c['realized_tv_max']):>8} {_bound(c['bound'], c['vacuous']):>8} "
               f"{_up(e.get('rho'), 9):>12} {_num(c['tightness'], '{:.2f}'):>6} "
               f"{e['rows_evicting']:>6}/{e['rows']:<7} {_num(e.get('evicted_keys_max'), '{:.0f}'):>11} "
-              f"{c['tier']:>9}", file=out)
+              f"{_tier(c, verified):>9}", file=out)
     print("(the attention table above bounds the stored entries on the retained keys; eviction is this table)",
           file=out)
 
@@ -196,8 +203,12 @@ def _kernel_line(name: str, summary: dict[str, Any], outcome: dict[str, Any], re
     return line
 
 
-def print_summary(cert: dict[str, Any], out: TextIO) -> None:
+def print_summary(cert: dict[str, Any], out: TextIO, problems: list[str] | None = None) -> None:
+    """The summary below the table. ``problems``: why the certificate does not verify
+    (:func:`witprobe.certify.recorded.verify_recorded`); then the verdict line says ``NOT VERIFIED``
+    and never the certificate's own verdict (``None``: not verified here, e.g. by ``certify run``)."""
     from witprobe.certify.coverage import format_coverage
+    from witprobe.certify.recorded import VERIFIED_NOTE
 
     s = cert["summary"]
     print("coverage: model | family | memory class | layers covered | headline reading", file=out)
@@ -209,7 +220,11 @@ def print_summary(cert: dict[str, Any], out: TextIO) -> None:
     checks = cert["self_checks"]
     bad = {k: v["count"] for k, v in checks.items() if not v["ok"]}
     tiers = ", ".join(f"{k} {v}" for k, v in s["tiers"].items())
-    if "headline" in s:
+    if problems:
+        print(f"verdict: NOT VERIFIED ({len(problems)} problem(s) below; the certificate's own verdict is not "
+              "shown: run `certify check DIR`)", file=out)
+        print(f"layers: {s['layers']}  non-vacuous: {s['non_vacuous_layers']}", file=out)
+    elif "headline" in s:
         print(f"verdict: {s['headline']}", file=out)
         print(f"layers: {s['layers']}  non-vacuous: {s['non_vacuous_layers']}  tiers: {tiers}", file=out)
         print_scope(s, out)
@@ -235,6 +250,11 @@ def print_summary(cert: dict[str, Any], out: TextIO) -> None:
     print(line, file=out)
     for f in cert["failures"]:
         print(f"FAILED: {f}", file=out)
+    if problems is not None:
+        for p in problems:
+            print(f"NOT VERIFIED: {p}", file=out)
+        if not problems:
+            print(VERIFIED_NOTE, file=out)
 
 
 def print_decided(cert: dict[str, Any], out: TextIO) -> None:

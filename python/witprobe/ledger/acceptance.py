@@ -148,10 +148,12 @@ GateReport = GateVerdict  # the former name
 
 
 def _load_json(p: Path, problems: list[str]) -> Any:
+    from witprobe.cliutil import InputError, read_json
+
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        problems.append(f"{p.name} is not readable JSON: {e}")
+        return read_json(p)
+    except InputError as e:
+        problems.append(f"{p.name} is not readable JSON: {e.problem}")
         return None
 
 

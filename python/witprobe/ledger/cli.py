@@ -31,7 +31,8 @@ from fractions import Fraction
 from pathlib import Path
 
 from witprobe import safe_output
-from witprobe.cliutil import EXIT_USAGE, InputError, add_version, read_json_object, run_handler
+from witprobe.cliutil import (EXIT_USAGE, InputError, OneLineParser, add_version, fraction_arg, read_json_object,
+                              run_handler)
 
 EXIT_OK, EXIT_FAIL = 0, 1
 SIMULATE_TOOL = "witprobe.ledger simulate"
@@ -45,10 +46,24 @@ def _family_map(text: str, cast=float) -> dict[str, float]:
         if not sep:
             raise argparse.ArgumentTypeError(f"expected family=value pairs, got {part!r}")
         try:
-            out[name.strip()] = cast(val)
+            v = cast(val)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name}: {val!r} is not a number") from None
+        if not 0 <= v < float("inf"):  # NaN fails too: a threshold NaN would authorize nothing, silently
+            raise argparse.ArgumentTypeError(f"{name}: {val!r} is not a finite number >= 0")
+        out[name.strip()] = v
     return out
+
+
+def _nonce(text: str) -> int:
+    """The server nonce: one 32-bit part of every RNG key (:func:`witprobe.memory.counter_rng.stream_key`)."""
+    try:
+        n = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= n < 2**32:
+        raise argparse.ArgumentTypeError(f"{text!r} does not fit 32 bits (0 to {2**32 - 1})")
+    return n
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -56,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     from witprobe.ledger.simulate import DEFAULT_AUTH_THR, FAULTS
     from witprobe.ledger.trace import DEFAULT_FIXTURE
 
-    p = argparse.ArgumentParser(prog="python -m witprobe.ledger", description="The request-level risk ledger.")
+    p = OneLineParser(prog="python -m witprobe.ledger", description="The request-level risk ledger.")
     add_version(p)
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("simulate", help="serve recorded traffic with concurrent workers over one shared pool, then gate it")
@@ -67,8 +82,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--trace", type=Path, default=DEFAULT_FIXTURE, help="recorded trace directory (default: the SmolLM2 fixture)")
     s.add_argument("--auth-thr", type=_family_map, default=dict(DEFAULT_AUTH_THR), help="write authorization W_thr per family, e.g. key=9,value=0.3")
     s.add_argument("--read-thr", type=_family_map, default=None, help="read certificate W_thr per family (default: = --auth-thr)")
-    s.add_argument("--delta-req", type=Fraction, default=Fraction(1, 100), help="per-request budget (default: 1/100)")
-    s.add_argument("--nonce", type=int, default=0x5EED, help="server nonce of the RNG key (default: %(default)s)")
+    s.add_argument("--delta-req", type=fraction_arg, default=Fraction(1, 100), help="per-request budget (default: 1/100)")
+    s.add_argument("--nonce", type=_nonce, default=0x5EED, help="server nonce of the RNG key (default: %(default)s)")
     s.add_argument("--decode-steps", type=int, default=None, help="decode steps per request (default: all recorded)")
     s.add_argument("--max-rows", type=int, default=3, help="rows per batch at most (default: %(default)s)")
     s.add_argument("--seed", type=int, default=0, help="scheduler seed (default: %(default)s)")
@@ -91,7 +106,7 @@ def _parser() -> argparse.ArgumentParser:
     st = sub.add_parser("sentinel", help="sampling sentinel: corrupt B pool blocks, measure detection latency against n(delta)")
     st.add_argument("--corrupt", type=int, default=4, help="corrupted blocks B per trial (default: %(default)s)")
     st.add_argument("--draws", type=int, default=8, help="blocks r drawn per round, with replacement (default: %(default)s)")
-    st.add_argument("--delta", type=Fraction, default=Fraction(1, 100), help="confidence level of n(delta) (default: 1/100)")
+    st.add_argument("--delta", type=fraction_arg, default=Fraction(1, 100), help="confidence level of n(delta) (default: 1/100)")
     st.add_argument("--trials", type=int, default=1000, help="corruption trials (default: %(default)s)")
     st.add_argument("--alpha", type=float, default=1e-3, help="false-disagreement level of the binomial checks (default: %(default)s)")
     st.add_argument("--seed", type=int, default=0)

@@ -31,8 +31,6 @@ e-processes are folded in journal order with
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from pathlib import Path
@@ -40,7 +38,7 @@ from typing import Any
 
 from witprobe.calculus.rounding import fraction_text
 from witprobe.ledger.eprocess import EProcess, FactorSummary
-from witprobe.ledger.journal import VerifyResult, verify
+from witprobe.ledger.journal import VerifyResult, connect, parse_body, verify
 from witprobe.ledger.slots import ReadTally
 
 _TALLY = tuple(f.name for f in fields(ReadTally))
@@ -123,7 +121,7 @@ def _frac(text: Any, seq: int, key: str) -> Fraction:
 
 
 def _rows(path: Path):
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True) if not Path(str(path) + "-wal").exists() else sqlite3.connect(str(path))
+    db = connect(path, readonly=True)
     try:
         yield from db.execute("SELECT seq, kind, body, hash FROM journal ORDER BY seq")
     finally:
@@ -145,7 +143,7 @@ def derive_rank(path: Path | str) -> RankDerived:
     for seq, kind, text, h in _rows(p):
         if seq > res.n_records:  # never fold past the last verified record
             break
-        body = json.loads(text)
+        body = parse_body(text, p, seq)
         out.head_seq, out.head_hash = seq, h
         if kind == "open":
             out.rank = body.get("rank")
@@ -153,8 +151,11 @@ def derive_rank(path: Path | str) -> RankDerived:
             ep = body.get("eprocess")
             if isinstance(ep, dict) and all(isinstance(ep.get(k), (int, float)) for k in ("kappa", "delta_e")):
                 params = {"kappa": float(ep["kappa"]), "delta_e": float(ep["delta_e"])}
+                try:
+                    out.global_eprocess = EProcess(**params)
+                except ValueError as e:
+                    raise DeriveError(f"record {seq}: eprocess {e}") from None
                 out.eprocess_params = params
-                out.global_eprocess = EProcess(**params)
         elif kind == "account_open":
             uid = _count(body, "uid", seq)
             kind_a = body.get("kind")

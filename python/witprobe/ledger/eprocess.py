@@ -74,6 +74,12 @@ class EProcess:
     first_cross_factor: int | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
+    def __post_init__(self) -> None:
+        if isinstance(self.delta_e, bool) or not 0 < self.delta_e < 1:  # NaN fails too
+            raise ValueError(f"delta_e must lie in (0, 1), got {self.delta_e!r}")
+        if isinstance(self.kappa, bool) or not 0 < self.kappa < math.inf:
+            raise ValueError(f"kappa must be a finite number > 0, got {self.kappa!r}")
+
     @property
     def threshold(self) -> float:
         """``ln(1/delta_e)``."""

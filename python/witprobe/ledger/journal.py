@@ -29,6 +29,7 @@ import hashlib
 import json
 import sqlite3
 import threading
+import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -54,6 +55,29 @@ BEGIN SELECT RAISE(ABORT, 'the journal is append-only'); END;
 """
 
 
+def connect(path: Path | str, *, readonly: bool = False, **kwargs: Any) -> sqlite3.Connection:
+    """Open the SQLite file at ``path``, a plain path and never a URI: ``audit%41.sqlite`` is that
+    file (not ``auditA.sqlite``) and ``run#1/journal.sqlite`` is in ``run#1/``. Read-only opens go
+    through a ``file:`` URI built from the percent-encoded absolute path (``mode=ro``), unless a
+    ``-wal`` file beside it needs a writable connection to be read; other opens use the absolute
+    path (which never starts with ``file:``)."""
+    p = Path(path).absolute()
+    if readonly and not Path(str(p) + "-wal").exists():
+        return sqlite3.connect("file:" + urllib.parse.quote(str(p)) + "?mode=ro", uri=True, **kwargs)
+    return sqlite3.connect(str(p), **kwargs)
+
+
+def parse_body(body: str, path: Path | str, seq: Any) -> dict[str, Any]:
+    """A record body: a JSON object within the readers' limits (:func:`witprobe.cliutil.loads_bounded`);
+    :class:`witprobe.cliutil.InputError` naming the journal and the record otherwise."""
+    from witprobe.cliutil import InputError, loads_bounded
+
+    v = loads_bounded(body, path, f"record {seq}")
+    if not isinstance(v, dict):
+        raise InputError(path, f"record {seq}", f"the body is a JSON {type(v).__name__}, not an object")
+    return v
+
+
 class JournalError(RuntimeError):
     """The journal cannot be opened or appended to (the message says why)."""
 
@@ -76,7 +100,7 @@ class Journal:
         self.path = Path(path)
         self._lock = threading.Lock()
         try:
-            self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+            self._db = connect(self.path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous}")
             self._db.executescript(_SCHEMA)
@@ -244,16 +268,16 @@ def verify(path: Path | str) -> VerifyResult:
     res = VerifyResult(ok=True)
     sem = _Semantics()
     try:
-        db = sqlite3.connect(f"file:{p}?mode=ro", uri=True) if not Path(str(p) + "-wal").exists() else sqlite3.connect(str(p))
+        db = connect(p, readonly=True)
         try:
             cur = db.execute("SELECT seq, kind, body, prev, hash FROM journal ORDER BY seq")
             prev_hash, expect = GENESIS, 1
             for seq, kind, body, prev, h in cur:
-                bad = _check_record(seq, kind, body, prev, h, expect, prev_hash)
+                bad = _check_record(seq, kind, body, prev, h, expect, prev_hash, p)
                 if bad is None:
                     try:
-                        bad = sem.check(kind, json.loads(body))
-                    except (ValueError, KeyError, TypeError, ZeroDivisionError) as e:
+                        bad = sem.check(kind, parse_body(body, p, seq))
+                    except (ValueError, KeyError, TypeError, ZeroDivisionError, OverflowError) as e:
                         bad = f"record body does not parse as a ledger record: {e}"
                 if bad is not None:
                     res.ok, res.first_bad, res.reason = False, seq, bad
@@ -278,7 +302,8 @@ def verify(path: Path | str) -> VerifyResult:
     return res
 
 
-def _check_record(seq: Any, kind: Any, body: Any, prev: Any, h: Any, expect: int, prev_hash: str) -> str | None:
+def _check_record(seq: Any, kind: Any, body: Any, prev: Any, h: Any, expect: int, prev_hash: str,
+                  path: Path) -> str | None:
     if seq != expect:
         return f"seq {seq} where {expect} was due (a record is missing or out of order)"
     if not all(isinstance(x, str) for x in (kind, body, prev, h)):
@@ -287,19 +312,21 @@ def _check_record(seq: Any, kind: Any, body: Any, prev: Any, h: Any, expect: int
         return "prev does not equal the hash of the previous record (broken chain)"
     if record_hash(seq, kind, body, prev) != h:
         return "hash does not match the record's content (the record was altered)"
+    from witprobe.cliutil import InputError
+
     try:
-        if canonical(json.loads(body)) != body:
+        if canonical(parse_body(body, path, seq)) != body:
             return "body is not canonical JSON"
-    except ValueError as e:
-        return f"body is not JSON: {e}"
+    except InputError as e:
+        return f"body: {e.problem}"
     return None
 
 
 def read_records(path: Path | str, kinds: tuple[str, ...] | None = None) -> list[tuple[int, str, dict[str, Any]]]:
     """All records ``(seq, kind, body)`` (optionally of some kinds), for reports and tests."""
-    db = sqlite3.connect(str(path))
+    db = connect(path, readonly=True)
     try:
         rows = db.execute("SELECT seq, kind, body FROM journal ORDER BY seq").fetchall()
     finally:
         db.close()
-    return [(s, k, json.loads(b)) for s, k, b in rows if kinds is None or k in kinds]
+    return [(s, k, parse_body(b, path, s)) for s, k, b in rows if kinds is None or k in kinds]

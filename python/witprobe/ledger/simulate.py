@@ -91,10 +91,17 @@ class SimConfig:
             raise ValueError("prefill_chunk and max_rows must be positive")
         if self.max_active < 0 or self.pool_extra_tokens < 0:
             raise ValueError("max_active and pool_extra_tokens must be nonnegative")
+        if not 0 <= self.nonce < 2**32:
+            raise ValueError(f"nonce {self.nonce} does not fit 32 bits")
         for name in FAMILIES:
             for what, d in (("auth_thr", self.auth_thr), ("read_thr", self.read_thr), ("page_size", self.page_size)):
                 if name not in d:
                     raise ValueError(f"{what} has no value for family {name!r}")
+        for what, d in (("auth_thr", self.auth_thr), ("read_thr", self.read_thr)):
+            unknown = sorted(set(d) - set(FAMILIES))
+            if unknown:
+                raise ValueError(f"{what} names unknown families {', '.join(map(repr, unknown))}; "
+                                 f"known: {', '.join(FAMILIES)}")
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -218,4 +218,6 @@ def load_manifest(trace_dir: Path) -> dict[str, Any]:
     p = Path(trace_dir) / MANIFEST_FILE
     if not p.is_file():
         raise TraceError(f"{p} not found: record a trace with 'python -m witprobe.ledger record --out {trace_dir}'")
-    return json.loads(p.read_text(encoding="utf-8"))
+    from witprobe.cliutil import read_json_object
+
+    return read_json_object(p)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from witprobe.cliutil import read_json_object
 from witprobe.models.loaded import LoadedModel, ModelError
 
 SUPPORTED: dict[str, str] = {
@@ -36,8 +37,15 @@ SUPPORTED: dict[str, str] = {
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
 
 
+MAX_LAYERS = 1024
+"""The most decoder layers a local model may declare (a config claiming 10^6 would run for hours)."""
+
+
 def check_config(config: Any, where: str) -> None:
     """Raise :class:`ModelError` naming what ``config`` (read from ``where``) has that witprobe cannot meter."""
+    layers = getattr(config, "num_hidden_layers", None)
+    if isinstance(layers, int) and not 0 < layers <= MAX_LAYERS:
+        raise ModelError(f"{where}: num_hidden_layers {layers} is not in 1..{MAX_LAYERS}")
     mt = getattr(config, "model_type", None)
     archs = ", ".join(getattr(config, "architectures", None) or []) or "no architectures listed"
     if mt not in SUPPORTED:
@@ -99,6 +107,7 @@ def load_local(ref: str, *, attn_implementation: str = "eager", **_: Any) -> Loa
     else:
         if not (path / "config.json").is_file():
             raise ModelError(f"--model {ref}: no config.json in this directory (not a transformers model directory)")
+        read_json_object(path / "config.json")  # within the readers' limits first (size, depth, numbers)
         try:
             config = transformers.AutoConfig.from_pretrained(str(path))
         except Exception as e:  # noqa: BLE001
@@ -114,8 +123,12 @@ def load_local(ref: str, *, attn_implementation: str = "eager", **_: Any) -> Loa
     except Exception as e:  # noqa: BLE001
         raise ModelError(f"--model {ref}: no usable tokenizer saved with the model ({type(e).__name__}: {e}); "
                          "save one with tokenizer.save_pretrained(DIR)") from None
-    model = transformers.AutoModelForCausalLM.from_pretrained(
-        str(folder), dtype=torch.float32, attn_implementation=attn_implementation)
+    try:
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            str(folder), dtype=torch.float32, attn_implementation=attn_implementation)
+    except Exception as e:  # noqa: BLE001 - missing or corrupt weights in a user's directory are a usage error
+        raise ModelError(f"--model {ref}: the weights cannot be loaded ({type(e).__name__}: "
+                         f"{' '.join(str(e).split())[:300]})") from None
     model.eval()
     if model.generation_config.pad_token_id is None:
         model.generation_config.pad_token_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id

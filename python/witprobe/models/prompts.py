@@ -15,15 +15,16 @@ prompt is wrapped as one user message when the tokenizer has a template.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Union
 
-from witprobe.cliutil import InputError
+from witprobe.cliutil import InputError, loads_bounded, read_text_capped
 
 Message = dict[str, str]
 Prompt = Union[str, tuple[Message, ...]]
 ROLES = ("system", "user", "assistant")
+MAX_PROMPTS_BYTES = 16 * 2**20
+"""The largest ``--prompts`` file read (``/dev/zero`` is refused after that many bytes)."""
 
 
 def _messages(v: Any, path: Path, where: str) -> tuple[Message, ...]:
@@ -42,12 +43,7 @@ def _messages(v: Any, path: Path, where: str) -> tuple[Message, ...]:
 
 def read_prompts(path: Path) -> tuple[Prompt, ...]:
     """The prompts in ``path`` (module docstring); :class:`InputError` naming the line otherwise."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(path, "", "no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(path, "", f"cannot be read ({e})") from None
+    text = read_text_capped(path, MAX_PROMPTS_BYTES)
     prompts: list[Prompt] = []
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -56,10 +52,7 @@ def read_prompts(path: Path) -> tuple[Prompt, ...]:
             prompts.append(line.strip())
             continue
         where = f"line {n}"
-        try:
-            v = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise InputError(path, where, f"not valid JSON ({e.msg})") from None
+        v = loads_bounded(line, path, where)
         if isinstance(v, str) and v.strip():
             prompts.append(v)
         elif isinstance(v, list):

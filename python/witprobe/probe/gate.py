@@ -119,6 +119,17 @@ def _is_count(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _is_call_count(v: Any) -> bool:
+    """A call or fold count: an integer >= 0 (a negative count would pass every sum below)."""
+    return _is_count(v) and v >= 0
+
+
+def _stats(s: dict[str, Any]) -> dict[str, Any]:
+    """A slot's statistics (the coverage stage reports a slot whose ``stats`` is not an object)."""
+    st = s.get("stats")
+    return st if isinstance(st, dict) else {}
+
+
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -172,18 +183,27 @@ def check_coverage(snap: Any, exp: Expectations) -> list[Finding]:
     for name in ("n_calls", "declared_layers", "graph_safe"):
         if cov.get(name) is None:
             f.add("counter_missing", f"coverage.{name}", "null or missing")
-    if cov.get("n_calls") is not None and not _is_count(cov["n_calls"]):
-        f.add("counter_missing", "coverage.n_calls", f"not an integer count: {cov['n_calls']!r}")
+    if cov.get("n_calls") is not None and not _is_call_count(cov["n_calls"]):
+        f.add("counter_missing", "coverage.n_calls", f"not an integer count >= 0: {cov['n_calls']!r}")
+    if cov.get("declared_layers") is not None and not (isinstance(cov["declared_layers"], list)
+                                                        and all(_is_call_count(x) for x in cov["declared_layers"])):
+        f.add("counter_missing", "coverage.declared_layers", "not a list of layer indices")
     for key, s in slots.items():
         if not isinstance(s, dict):
             f.add("counter_missing", key, "slot is not an object")
             continue
         for name in ("host_calls", "device_calls"):
-            if not _is_count(s.get(name)):
-                f.add("counter_missing", f"{key}.{name}", f"null, missing or not an integer: {s.get(name)!r}")
-        for sk, st in (s.get("stats") or {}).items():
-            if not isinstance(st, dict) or not _is_count(st.get("calls")) or not _is_count(st.get("n")):
-                f.add("counter_missing", f"{key}.stats.{sk}", "calls or n is null or missing")
+            if not _is_call_count(s.get(name)):
+                f.add("counter_missing", f"{key}.{name}", f"null, missing or not an integer >= 0: {s.get(name)!r}")
+        if not (isinstance(s.get("owner"), str) and isinstance(s.get("path"), str)
+                and (s.get("layer") is None or _is_count(s.get("layer")))):
+            f.add("counter_missing", key, "slot owner and path are not strings, or its layer is not an index: "
+                  f"{s.get('owner')!r:.30} {s.get('path')!r:.30} {s.get('layer')!r:.30}")
+        if not isinstance(s.get("stats"), dict) or not s["stats"]:
+            f.add("counter_missing", f"{key}.stats", f"not a nonempty object of statistics: {s.get('stats')!r:.40}")
+        for sk, st in _stats(s).items():
+            if not isinstance(st, dict) or not _is_call_count(st.get("calls")) or not _is_call_count(st.get("n")):
+                f.add("counter_missing", f"{key}.stats.{sk}", "calls or n is null, missing or not an integer >= 0")
         counters = s.get("counters")
         gaps = _witness_gaps(counters)
         if gaps:
@@ -196,7 +216,7 @@ def check_coverage(snap: Any, exp: Expectations) -> list[Finding]:
     if by_layer is None:
         f.add("counter_missing", "coverage.device_calls_by_layer", "null or missing")
     elif not isinstance(by_layer, dict) or not all(
-        isinstance(v, list) and all(_is_count(c) for c in v) for v in by_layer.values()
+        isinstance(v, list) and all(_is_call_count(c) for c in v) for v in by_layer.values()
     ):
         f.add("counter_missing", "coverage.device_calls_by_layer", "not a map of integer lists")
     if f.items:
@@ -215,7 +235,7 @@ def check_coverage(snap: Any, exp: Expectations) -> list[Finding]:
             f.add("state_overwrite", key, f"slot layer {s.get('layer')!r} is not a layer index")
         elif key != ident:
             f.add("state_overwrite", key, f"slot key does not match its identity {ident!r}")
-        for sk, st in (s.get("stats") or {}).items():
+        for sk, st in _stats(s).items():
             if st["calls"] != s["device_calls"]:
                 f.add("state_overwrite", f"{key}.stats.{sk}", f"folded {st['calls']} times but the meter executed "
                       f"{s['device_calls']} times (accumulator state replaced)")
@@ -281,13 +301,15 @@ def _stat_values(st: dict[str, Any]) -> Iterable[tuple[str, Any]]:
 def check_magnitude(snap: Any, exp: Expectations) -> list[Finding]:
     f = _Findings()
     for key, s in _slot_objects(snap):
-        for sk, st in (s.get("stats") or {}).items():
-            if not isinstance(st, dict) or not st.get("n"):
+        for sk, st in _stats(s).items():
+            if not isinstance(st, dict):
                 continue
             where = f"{key}.stats.{sk}"
-            for name, v in _stat_values(st):
-                if isinstance(v, str) or (_is_number(v) and not math.isfinite(v)) or v is None:
+            for name, v in _stat_values(st):  # a statistic folded 0 times holds null, never NaN
+                if not (_is_number(v) and math.isfinite(v)) and (v is not None or st.get("n")):
                     f.add("non_finite", f"{where}.{name}", f"{v!r}")
+            if not st.get("n"):
+                continue
             vals = [(n, v) for n, v in _stat_values(st) if _is_number(v) and math.isfinite(v)]
             if sk.startswith(MAGNITUDE_PREFIXES):
                 for name, v in vals:
@@ -302,7 +324,8 @@ def check_magnitude(snap: Any, exp: Expectations) -> list[Finding]:
                 for name, v in vals:
                     if name != "sum" and not -BOUNDED_TOL <= v <= 1 + BOUNDED_TOL:
                         f.add("magnitude_out_of_range", f"{where}.{name}", f"{v:.6g} outside [0, 1]")
-        for ck, c in (s.get("counters") or {}).items():
+        counters = s.get("counters")
+        for ck, c in (counters.items() if isinstance(counters, dict) else ()):
             if _is_count(c) and c < 0:
                 f.add("magnitude_out_of_range", f"{key}.counters.{ck}", f"negative count {c}")
     return f.items
@@ -354,7 +377,7 @@ def check_file(path: Path, exp: Expectations) -> GateResult:
     """Gate one snapshot file; :class:`witprobe.cliutil.InputError` if it is not a JSON object."""
     from witprobe.cliutil import read_json_object
 
-    return check(read_json_object(Path(path)), exp, str(path))
+    return check(read_json_object(Path(path), allow_nonfinite=True), exp, str(path))
 
 
 def format_result(r: GateResult) -> str:
@@ -393,7 +416,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--expect-replay", action="store_true",
                     help="require replay-time accumulation (device executions > host calls) even if the "
                     "snapshot does not say graph_safe")
-    ap.add_argument("--magnitude-limit", type=float, default=MAGNITUDE_LIMIT)
+    ap.add_argument("--magnitude-limit", type=float, default=MAGNITUDE_LIMIT,
+                    help="largest magnitude a norm statistic may reach, a finite number > 0 (default: %(default)g)")
     ap.add_argument("--json", action="store_true", help="print one JSON record per snapshot")
     args = ap.parse_args(argv)
     return run_handler(_run, args, "witprobe.gate")
@@ -410,6 +434,11 @@ def _run(args: argparse.Namespace) -> int:
             missing.append(pattern)
     if not paths:
         print("witprobe.gate: no snapshot to check" + (f" (not found: {', '.join(missing)})" if missing else ""),
+              file=sys.stderr)
+        return 2
+    if not (math.isfinite(args.magnitude_limit) and args.magnitude_limit > 0):
+        # NaN would make every `abs(v) > limit` false: the magnitude stage would pass everything
+        print(f"witprobe.gate: --magnitude-limit must be a finite number > 0, got {args.magnitude_limit}",
               file=sys.stderr)
         return 2
     try:

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from witprobe.ledger.journal import verify
+from witprobe.ledger.journal import connect, verify
 
 
 @dataclass
@@ -77,7 +76,7 @@ def kill_trial(out: Path, delay_s: float, *, requests: int = 32, concurrency: in
     j = out / "journal.sqlite"
     res = verify(j)
     t.verify_ok, t.closed, t.records_after, t.reason = res.ok, res.closed, res.n_records, res.reason
-    db = sqlite3.connect(str(j))
+    db = connect(j, readonly=True)
     try:
         have = dict(db.execute("SELECT seq, hash FROM journal").fetchall())
     finally:

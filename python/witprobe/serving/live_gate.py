@@ -34,6 +34,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from witprobe.cliutil import InputError, read_json_object
 from witprobe.ledger.eprocess import DELTA_E
 from witprobe.ledger.acceptance import Criterion, GateVerdict
 from witprobe.ledger.journal import read_records, verify
@@ -61,9 +62,9 @@ def evaluate(d: Path) -> GateVerdict:
     problems: list[str] = []
     man: dict[str, Any] | None = None
     try:
-        man = json.loads((d / MANIFEST_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        problems.append(f"{MANIFEST_FILE}: {e}")
+        man = read_json_object(d / MANIFEST_FILE)
+    except InputError as e:
+        problems.append(f"{MANIFEST_FILE}: {e.problem}")
     want = ((man or {}).get("expected") or {}).get("user_requests")
     jp = d / JOURNAL_FILE
     res = verify(jp)
