@@ -60,11 +60,13 @@ def hollow_box_theorem(b: float) -> ClaimTheorem:
 
 
 def checked_box_theorem(b: float) -> ClaimTheorem:
-    """A box claim decided by the checker: one row, two keys of mass 1/2 at radius 1 (its box bound
-    at 4 grid intervals is 0.528 in float64), and a cap of 0.1 for every other row."""
+    """A box claim decided by the checker: one row (heavy key of mass 0.9 at radius 0.1, the other
+    keys' mass 0.1 at radius 2: box bound 0.413 at 4 grid intervals in float64, centred cap
+    tanh(1) = 0.76, so the row is shipped), and a cap of 0.1 for every other row."""
     rows = BoxRows(rows_seen=10, dropped_c_max=0.1,
-                   rows=[BoxRow(c_max=1.0, bound=0.53, intervals=4, heavy=[0.5, 1.0], buckets=[[0.5, 1.0]])])
-    data = layer_data(rows, rounding.up(1e-12), 2, "test")
+                   rows=[BoxRow(c_max=2.0, bound=0.42, intervals=4, heavy=[0.9, 0.1], buckets=[[0.1, 2.0]])])
+    data = layer_data(rows, rounding.up(1e-12), 2, "test", rounding.up(b))
+    assert data.shipped == 1
     return boxsup_theorem("L02.attn_tv", _units(b), "banded", data.rows_coq, data.cap_units)
 
 
@@ -79,7 +81,7 @@ def test_guard_units_lower_to_realized_or_half_and_refuse_when_impossible():
 
 
 def test_lowered_theorem_replaces_b_in_the_statement_and_the_proof_only():
-    th = checked_box_theorem(0.6)
+    th = checked_box_theorem(0.42)
     b, cap = th.constants
     low = lowered_theorem(th, 7)
     assert f"(7 / {UNIT_DEN})" in low.statement and b.coq not in low.statement
@@ -90,7 +92,7 @@ def test_lowered_theorem_replaces_b_in_the_statement_and_the_proof_only():
 
 @needs_coq
 def test_the_guard_keeps_decided_claims_and_demotes_a_hollow_one():
-    ths = [centred_theorem(0.2, math_tanh_up(0.1)), hollow_box_theorem(0.3), checked_box_theorem(0.53)]
+    ths = [centred_theorem(0.2, math_tanh_up(0.1)), hollow_box_theorem(0.3), checked_box_theorem(0.42)]
     out = kernels.coq_check("auto", ths, RUN_SHA)
     st = out.statuses
     assert st["L00_attn_tv"].status == coq_runner.KERNEL_CHECKED, st["L00_attn_tv"]
@@ -104,8 +106,8 @@ def test_the_guard_keeps_decided_claims_and_demotes_a_hollow_one():
 
 @needs_coq
 def test_the_checker_rejects_a_box_bound_its_rows_do_not_support():
-    """0.50 is below the row's box bound at 4 intervals (0.528): the kernel computes false."""
-    out = kernels.coq_check("auto", [checked_box_theorem(0.50)], RUN_SHA)
+    """0.40 is below the row's box bound at 4 intervals (0.413): the kernel computes false."""
+    out = kernels.coq_check("auto", [checked_box_theorem(0.40)], RUN_SHA)
     st = out.statuses["L02_attn_tv"]
     assert st.status == coq_runner.REJECTED, st
 

@@ -105,20 +105,30 @@ def row_literal(row: BoxRow, rel: float, floor: float, where: str) -> tuple[str,
     return text, 3 * len(pooled) + len(grid) + len(lam_up) + len(lam_down)
 
 
-def layer_data(rows: BoxRows, rel: Fraction, keys: int, where: str) -> BoxLayerData:
-    """The checker data of a layer's recorded rows (``rel``: the centre's relative error; ``keys``:
-    the most keys a row sees, for ``gamma_T``)."""
+def layer_data(rows: BoxRows, rel: Fraction, keys: int, where: str, bound: Fraction) -> BoxLayerData:
+    """The checker data of a layer's recorded rows at the suggested bound ``bound`` (``rel``: the
+    centre's relative error; ``keys``: the most keys a row sees, for ``gamma_T``).
+
+    A kept row whose own centred cap fits under ``bound`` (``tanh(c_max (1 + 2**-30) / 2)`` at least
+    ``2**-40`` below it, a margin the kernel's ``interval`` proof resolves) joins the cap instead of
+    being shipped: its box bound may exceed ``bound`` (the meter took the centred cap for it)."""
     if not math.isfinite(rows.dropped_c_max) or rows.dropped_c_max < 0:
         raise BoxDataError(f"{where}.dropped_c_max: {rows.dropped_c_max!r} is not a finite nonnegative radius")
     tu = keys * U64
     if not tu < 0.5:
         raise BoxDataError(f"{where}: {keys} keys are too many for the float64 mass analysis")
     rel_f = math.nextafter(float(rel) + tu / (1 - tu), math.inf) * (1 + 2.0 ** -40)
-    parts, literals = [], 0
+    cap_c, parts, literals, shipped = rows.dropped_c_max, [], 0, 0
     for i, row in enumerate(rows.rows):
+        if not (math.isfinite(row.c_max) and row.c_max >= 0):
+            raise BoxDataError(f"{where}.rows[{i}].c_max: {row.c_max!r} is not a finite nonnegative radius")
+        if math.tanh(row.c_max * (1 + RADIUS_MARGIN) / 2) * (1 + 2.0 ** -40) <= float(bound):
+            cap_c = max(cap_c, row.c_max)
+            continue
         text, n = row_literal(row, rel_f, UNDERFLOW * keys, f"{where}.rows[{i}]")
         parts.append(text)
         literals += n
-    cap = rounding.up(rows.dropped_c_max) * (1 + Fraction(RADIUS_MARGIN)) if rows.dropped_c_max > 0 else Fraction(0)
-    return BoxLayerData("[" + ";\n  ".join(parts) + "]", rounding.to_units_up(cap), len(rows.rows), rows.rows_seen,
+        shipped += 1
+    cap = rounding.up(cap_c) * (1 + Fraction(RADIUS_MARGIN)) if cap_c > 0 else Fraction(0)
+    return BoxLayerData("[" + ";\n  ".join(parts) + "]", rounding.to_units_up(cap), shipped, rows.rows_seen,
                         literals)

@@ -442,7 +442,7 @@ def _boxsup(idx: int, read: Block, where: str, realized: float, keys: int, score
         else:
             try:
                 box = layer_data(rows, float_error.boxsup_rel(keys, score_err, score_abs_max), keys,
-                                 f"{where}.box_rows.{form}")
+                                 f"{where}.box_rows.{form}", bound)
             except BoxDataError as e:
                 failures.append(f"layer {idx}: {e} (fail closed)")
                 reason = str(e)
