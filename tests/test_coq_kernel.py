@@ -12,6 +12,7 @@ import json
 import math
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,9 @@ from witprobe.certify.kernels import KernelOutcomes, coq_check, lean_check, lean
 from witprobe.certify.pipeline import write_run_dir
 from witprobe.formal import coq_runner
 from witprobe.formal.render_coq import COQ_FILE, render_coq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run_variants import without_box  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOLLM2_RUN = ROOT / "artifacts" / "coverage" / "smollm2-int8" / "run.json"
@@ -123,13 +127,7 @@ def _lowered(th, units: int):
 
 
 def _without_box(run: dict) -> dict:
-    """The run as ``certify run --box-sup off`` records it: every claim is a chain form (centred here)."""
-    run = copy.deepcopy(run)
-    run["config"]["box_sup"] = False
-    for layer in run["layers"]:
-        for k in [k for k in layer["read"] if "boxsup" in k]:
-            del layer["read"][k]
-    return run
+    return without_box(run)
 
 
 def test_a_bound_lowered_below_its_true_value_is_rejected_and_not_certified(library, smollm2_run, monkeypatch):

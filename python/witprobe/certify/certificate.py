@@ -1,4 +1,4 @@
-"""The certificate (schema ``witprobe-certificate/3``): claims with machine-decided tiers.
+"""The certificate (schema ``witprobe-certificate/4``): claims with machine-decided tiers.
 
 A claim is ``certified`` only when a proof kernel checked a theorem whose statement *is* the
 claim, against a library built (or its build verified) in the same check: Coq's kernel on

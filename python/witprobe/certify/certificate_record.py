@@ -1,4 +1,4 @@
-"""The certificate record (``certificate.json``, schema ``witprobe-certificate/3``): typed, with a JSON Schema.
+"""The certificate record (``certificate.json``, schema ``witprobe-certificate/4``): typed, with a JSON Schema.
 
 :func:`witprobe.certify.certificate.assemble` builds the certificate and checks it against these
 types before it is written (:func:`parse_certificate`); ``certify check``, ``show`` and ``report``

@@ -1,4 +1,4 @@
-"""The run record (``run.json``, schema ``witprobe-run/4``): typed, versioned, with a JSON Schema.
+"""The run record (``run.json``, schema ``witprobe-run/5``): typed, versioned, with a JSON Schema.
 
 ``certify run`` measures a model into a :class:`RunRecord` and stores it as canonical JSON; every
 consumer (derivation, coverage, the report, ``certify check``) reads it back through
