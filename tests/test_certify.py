@@ -81,7 +81,9 @@ def test_every_layer_claim_is_certified_by_a_coq_theorem_and_lean_arithmetic_doe
         assert c["registered_tier"] == "certified"
         assert c["kernels"]["coq"]["status"] == "kernel_checked", c["kernels"]["coq"]
         assert c["tier"] == "certified" and "kernel-checked by Coq" in c["tier_reason"]
-        assert c["theorem"]["statement"].rstrip().endswith(f"<= ({c['theorem']['constants'][-1]['units']} / 281474976710656)")
+        b_units = next(k["units"] for k in c["theorem"]["constants"] if k["name"] == "B")
+        assert c["theorem"]["statement"].rstrip().endswith(f"<= ({b_units} / 281474976710656)")
+        assert c["kernels"]["coq"]["guard"]["status"] == "rejected"  # the kernel decided B
         assert c["theorem"]["measured"], "the measured constants (trust boundary) are listed"
         if LEAN is None:
             assert c["kernels"]["lean"]["status"] == "unchecked"  # the Lean theorem: no toolchain here

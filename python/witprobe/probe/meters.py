@@ -199,13 +199,16 @@ def read_rows_from_scores(
     zero = torch.zeros_like(c)
     err = None if score_err is None else torch.where(visible, score_err.to(torch.float64).expand_as(c), zero).amax(-1)
     qa_c_max = qa_centred = qa_box = qa_beaten = qa_mass = qa_rad = None
-    box, box_mass, box_rad = (None, None, None) if box_sup is None else box_sup_rows(ps, c, box_sup)
+    # a row that sees no key (left padding of a batch) has a NaN softmax: the box meter gets zeros
+    # there (the row is dropped before any fold), so that its input check can refuse real NaNs
+    ps_box = torch.where(visible.any(-1, keepdim=True), ps, torch.zeros_like(ps))
+    box, box_mass, box_rad = (None, None, None) if box_sup is None else box_sup_rows(ps_box, c, box_sup)
     if qa_radius is not None:
         cqa = qa_radius.to(torch.float64)
         cm = torch.where(visible, torch.minimum(c, cqa), zero)
         qa_c_max = cm.amax(-1)
         qa_centred = torch.tanh(qa_c_max / 2)
-        qa_box, qa_mass, qa_rad = (None, None, None) if box_sup is None else box_sup_rows(ps, cm, box_sup)
+        qa_box, qa_mass, qa_rad = (None, None, None) if box_sup is None else box_sup_rows(ps_box, cm, box_sup)
         gap = (s_exact.to(torch.float64) - s_served.to(torch.float64)).abs()
         qa_beaten = (visible & (gap > cqa * (1 + 1e-9) + 1e-12)).sum(-1)
     return ReadRows(
