@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 
 from witprobe.formal import coq_runner, lean_runner
 import dataclasses
+from concurrent.futures import ThreadPoolExecutor
 
 from witprobe.formal.claim_theorems import ClaimTheorem, ClaimTheoremError, guard_units, lowered_theorem
 from witprobe.formal.coq_runner import UNCHECKED as COQ_UNCHECKED, CoqOutcome, TheoremStatus
@@ -133,15 +134,12 @@ def _coq_all(names: Sequence[str], status: str, reason: str) -> dict[str, Theore
 
 
 def coq_check(mode: str, theorems: Sequence[ClaimTheorem], run_sha: str, timeout_s: float = 600.0) -> CoqOutcome:
-    """Kernel-check a run's claim theorems with Coq, or record why they stay unchecked."""
+    """Kernel-check a run's claim theorems with Coq (and their mutation guard), or record why they
+    stay unchecked."""
     by_name = {t.theorem: t for t in theorems}
-
-    def guard(tc: coq_runner.CoqToolchain, build: coq_runner.LibraryBuild,
-              statuses: dict[str, TheoremStatus]) -> dict[str, TheoremStatus]:
-        return mutation_guard(tc, build, by_name, statuses, run_sha, timeout_s)
-
     return _coq_file_check(mode, [t.theorem for t in theorems],
-                           lambda subset: render_coq([by_name[n] for n in subset], run_sha), timeout_s, guard)
+                           lambda subset: render_coq([by_name[n] for n in subset], run_sha), timeout_s,
+                           (by_name, run_sha))
 
 
 def coq_check_text(mode: str, text: str, timeout_s: float = 600.0) -> CoqOutcome:
@@ -151,7 +149,7 @@ def coq_check_text(mode: str, text: str, timeout_s: float = 600.0) -> CoqOutcome
 
 
 def _coq_file_check(mode: str, names: Sequence[str], render: Callable[[Sequence[str]], str],
-                    timeout_s: float, guard: Callable[..., dict[str, TheoremStatus]] | None = None) -> CoqOutcome:
+                    timeout_s: float, guard: tuple[dict[str, ClaimTheorem], str] | None = None) -> CoqOutcome:
     if mode not in KERNEL_MODES:
         raise ValueError(f"--coq must be one of {KERNEL_MODES}, got {mode!r}")
     if not names:
@@ -171,22 +169,30 @@ def _coq_file_check(mode: str, names: Sequence[str], render: Callable[[Sequence[
     except coq_runner.CoqError as e:
         why = f"the witprobe Coq library did not build: {e}"
         return CoqOutcome(mode, "build_failed", why, tc.version, None, _coq_all(names, COQ_UNCHECKED, why))
-    statuses = coq_runner.check_theorems(tc, build, render, names, timeout_s=timeout_s)
-    if guard is not None:
-        statuses = guard(tc, build, statuses)
+    if guard is None:
+        statuses = coq_runner.check_theorems(tc, build, render, names, timeout_s=timeout_s)
+    else:  # the check and the guard of every theorem run side by side (two coqc processes)
+        by_name, run_sha = guard
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            checked = pool.submit(coq_runner.check_theorems, tc, build, render, names, timeout_s=timeout_s)
+            guarded = pool.submit(guard_results, tc, build, by_name, list(names), run_sha, timeout_s)
+            statuses, (results, units) = checked.result(), guarded.result()
+        ok = [n for n, st in statuses.items() if st.status == coq_runner.KERNEL_CHECKED]
+        if len(ok) < len(names) and any(results.get(n, "error").startswith("error") for n in ok):
+            # a theorem the check refused can stop the guard's file: guard the accepted ones alone
+            results, units = guard_results(tc, build, by_name, ok, run_sha, timeout_s)
+        statuses = apply_guard(statuses, results, units)
     return CoqOutcome(mode, "checked", "", tc.version, build.source_sha256, statuses)
 
 
-def mutation_guard(tc: coq_runner.CoqToolchain, build: coq_runner.LibraryBuild, by_name: dict[str, ClaimTheorem],
-                   statuses: dict[str, TheoremStatus], run_sha: str, timeout_s: float) -> dict[str, TheoremStatus]:
-    """Lower the bound of every kernel-checked theorem (:func:`guard_units`) and demand that the
-    kernel reject it (:func:`witprobe.formal.coq_runner.guard_theorems`). A theorem whose lowered
-    statement is accepted too is ``lemma_checked``: it holds, but it does not decide its number,
-    so it certifies nothing. A guard that cannot run leaves the theorem ``unchecked`` (fail closed)."""
-    checked = [n for n, st in statuses.items() if st.status == coq_runner.KERNEL_CHECKED]
+def guard_results(tc: coq_runner.CoqToolchain, build: coq_runner.LibraryBuild, by_name: dict[str, ClaimTheorem],
+                  names: Sequence[str], run_sha: str, timeout_s: float) -> tuple[dict[str, str], dict[str, int]]:
+    """Run the mutation guard on ``names``: each theorem's bound lowered (:func:`guard_units`), its
+    own proof must fail (:func:`witprobe.formal.coq_runner.guard_theorems`). Returns the outcome per
+    name (``rejected``, ``accepted`` or ``error: why``) and the lowered bound's units."""
     lowered: dict[str, ClaimTheorem] = {}
     results: dict[str, str] = {}
-    for n in checked:
+    for n in names:
         try:
             lowered[n] = lowered_theorem(by_name[n], guard_units(by_name[n]))
         except ClaimTheoremError as e:
@@ -194,23 +200,39 @@ def mutation_guard(tc: coq_runner.CoqToolchain, build: coq_runner.LibraryBuild, 
     if lowered:
         results.update(coq_runner.guard_theorems(
             tc, build, lambda subset: render_guard([lowered[n] for n in subset], run_sha), list(lowered), timeout_s))
+    units = {n: next(c.units for c in th.constants if c.name == "B") for n, th in lowered.items()}
+    return results, units
+
+
+def apply_guard(statuses: dict[str, TheoremStatus], results: dict[str, str],
+                units: dict[str, int]) -> dict[str, TheoremStatus]:
+    """The statuses after the guard: a kernel-checked theorem whose lowered statement the kernel also
+    accepted is ``lemma_checked`` (it holds, but does not decide its number, so it certifies
+    nothing); one whose guard could not run is ``unchecked`` (fail closed)."""
     out = dict(statuses)
-    for n in checked:
-        units = next(c.units for c in lowered[n].constants if c.name == "B") if n in lowered else None
-        r = results.get(n, "error: no guard result")
-        st = statuses[n]
+    for n, st in statuses.items():
+        if st.status != coq_runner.KERNEL_CHECKED:
+            continue
+        r, u = results.get(n, "error: no guard result"), units.get(n)
         if r == "rejected":
-            out[n] = dataclasses.replace(st, guard=coq_runner.GuardOutcome("rejected", units, ""))
+            out[n] = dataclasses.replace(st, guard=coq_runner.GuardOutcome("rejected", u, ""))
         elif r == "accepted":
-            why = (f"the kernel also accepted the statement with B lowered to {units}/2^48: the theorem does not "
+            why = (f"the kernel also accepted the statement with B lowered to {u}/2^48: the theorem does not "
                    "decide its bound (mutation guard)")
             out[n] = dataclasses.replace(st, status=coq_runner.LEMMA_CHECKED, reason=why,
-                                         guard=coq_runner.GuardOutcome("accepted", units, why))
+                                         guard=coq_runner.GuardOutcome("accepted", u, why))
         else:
             why = r.removeprefix("error: ")
             out[n] = dataclasses.replace(st, status=COQ_UNCHECKED, reason=f"mutation guard could not run: {why}",
-                                         guard=coq_runner.GuardOutcome("error", units, why))
+                                         guard=coq_runner.GuardOutcome("error", u, why))
     return out
+
+
+def mutation_guard(tc: coq_runner.CoqToolchain, build: coq_runner.LibraryBuild, by_name: dict[str, ClaimTheorem],
+                   statuses: dict[str, TheoremStatus], run_sha: str, timeout_s: float) -> dict[str, TheoremStatus]:
+    """The guard of the kernel-checked theorems of ``statuses``, applied (:func:`apply_guard`)."""
+    ok = [n for n, st in statuses.items() if st.status == coq_runner.KERNEL_CHECKED]
+    return apply_guard(statuses, *guard_results(tc, build, by_name, ok, run_sha, timeout_s))
 
 
 @dataclass
