@@ -75,6 +75,9 @@ def _put(data: bytes, path: tuple, text: str) -> bytes:
     ("snapshot", ("slots", "DenseKV#0|L10|value", "owner"), "[]"),
     ("run", ("layers", 2, "read", "out_spread_l2", "max"), "1e308"),
     ("run", ("layers", 0, "write", "key_witness", "max"), "1e308"),
+    ("run", ("layers", 2, "read", "out_spread_l2", "max"), "1e300"),
+    ("run", ("layers", 0, "write", "key_witness", "max"), "1e300"),
+    ("run", ("layers", 0, "read", "plain_bound", "max"), "1e300"),
 ])
 def test_the_3600_case_campaign_findings(fixtures, tmp_path, target, path, text):
     """What `bench/fuzz_readers.py --cases 3600 --seed 29` found (exit 4 before the fix): an

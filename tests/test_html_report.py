@@ -74,14 +74,24 @@ def test_report_is_self_contained(run_dir, capsys):
     assert "<link" not in page and "<script" not in page and "@import" not in page and "url(" not in page
 
 
-def test_vacuous_and_empirical_bounds_are_never_labelled_certified(run_dir, capsys):
-    """Make layer 3's claim vacuous and empirical (a consistent certificate of another run)."""
+def _vacuous_l03(run_dir: Path) -> None:
+    """Make layer 3's claim vacuous and empirical in ``certificate.json`` (run.json untouched)."""
     cert_path = run_dir / "certificate.json"
     cert = json.loads(cert_path.read_text())
     c = next(c for c in cert["claims"] if c["id"] == "L03.attn_tv")
     c["vacuous"], c["tier"], c["tier_reason"] = True, "empirical", "vacuous: the TV bound is >= 1"
     c["bound"] = {"exact": "3/2", "decimal_up": "1.500000"}
     cert_path.write_text(json.dumps(cert))  # run.json untouched: its SHA-256 still matches
+
+
+def test_vacuous_and_empirical_bounds_are_never_labelled_certified(run_dir, capsys, monkeypatch):
+    """The page's labels for a vacuous, empirical claim, as if the certificate were a consistent one
+    of another run (the re-derivation that would refuse this edit is switched off here; the next
+    test keeps it on)."""
+    import witprobe.certify.html_report as html_report
+
+    _vacuous_l03(run_dir)
+    monkeypatch.setattr(html_report, "rederive_problems", lambda run, sha, cert: [])
     page = _write(run_dir, capsys)
     row = re.search(r'<tr><td class="n">3</td>.*?</tr>', page).group(0)
     assert "1.500000 <span class=\"vac\">vacuous</span>" in row and "tier-empirical" in row
@@ -89,6 +99,19 @@ def test_vacuous_and_empirical_bounds_are_never_labelled_certified(run_dir, caps
     plot = _svgs(page)[0]
     assert re.search(r'<circle [^>]*stroke="#cf222e"[^>]*><title>L03\.attn_tv bound 1\.500000 \(vacuous', plot)
     assert "bound (vacuous)" in plot
+
+
+def test_an_edited_certificate_is_rendered_not_verified(run_dir, capsys):
+    """The same edit, with the re-derivation on: the page is written (exit 1) with the NOT VERIFIED
+    banner naming the edited fields, no verdict line and no tier shown as certified."""
+    _vacuous_l03(run_dir)
+    assert main(["report", str(run_dir)]) == 1
+    out = capsys.readouterr().out
+    assert "NOT VERIFIED" in out and "claims[9].tier" in out
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert 'id="verdict">NOT VERIFIED' in page and "claims[9].vacuous" in page
+    assert 'class="tier tier-certified"' not in page and 'id="verdict">verdict:' not in page
+    assert page.count('class="tier tier-UNVERIFIED"') >= 30
 
 
 def test_a_certificate_claiming_certified_without_a_kernel_is_refused(run_dir, capsys):

@@ -106,9 +106,11 @@ MAX_JSON_DEPTH = 64
 """The deepest JSON nesting any reader accepts (witprobe's records nest about 8 deep)."""
 MAX_INT_DIGITS = 200
 """The most digits of a JSON integer (witprobe's largest, a 2^-48 unit count, has about 30)."""
-MAX_FLOAT = 1e100
-"""The largest magnitude of a JSON number with a fraction or exponent (1e308 overflows the first
-product it enters; witprobe's readings are norms and shares far below this)."""
+MAX_FLOAT = 1e300
+"""The largest magnitude of a JSON number with a fraction or exponent: 1e308 overflows the first
+product it enters. witprobe's readings are norms, shares and bounds; a vacuous plain bound of an
+int2 run reaches 3.3e128, so the limit sits far above that, and ``certify run`` checks its own
+records against it before writing them (it never writes what its readers refuse)."""
 
 
 def read_bytes_capped(path: Path | str, limit: int = MAX_INPUT_BYTES) -> bytes:

@@ -148,3 +148,14 @@ def test_real_smollm2_run_never_beats_the_box_sup(smollm2):
         if claim.form == "boxsup":
             assert shapes[claim.id] == "boxsup"
     assert sum(c.form == "boxsup" for c in attn) >= 25  # the box bound is the tightest nearly everywhere
+
+
+def test_radii_whose_exponential_overflows_give_the_centred_cap_not_nan():
+    """A key of radius 800 (``e^800`` overflows float64) with a tiny served mass: ``Z_hi`` is
+    infinite, so the grid cannot be built; the bound is the centred cap ``tanh(c_max/2)``, finite
+    (a NaN here once stopped the meter on adversarial keys, ``test_trust_boundary``)."""
+    p = torch.tensor([[2.9e-49, 0.5, 0.5 - 2.9e-49]], dtype=torch.float64)
+    c = torch.tensor([[800.0, 1e-4, 2e-4]], dtype=torch.float64)
+    b = box_sup_bound(p, c)
+    assert torch.isfinite(b).all()
+    assert float(b[0]) == pytest.approx(math.tanh(800 * (1 + 2**-30) / 2), abs=1e-12)

@@ -20,7 +20,7 @@ from witprobe.certify.certificate import OBLIGATIONS_FILE, assemble, canonical_j
 from witprobe.certify.derive import Derivation, as_run, derive
 from witprobe.certify.run_record import RunRecord
 from witprobe.certify.kernels import KernelOutcomes, coq_check, lean_check, lean_real_check
-from witprobe.cliutil import InputError, check_writable, read_json
+from witprobe.cliutil import InputError, check_json_value, check_writable, read_json
 from witprobe.formal.render import render_run
 from witprobe.formal.render_coq import COQ_FILE, render_coq
 from witprobe.formal.render_lean_real import LEAN_REAL_FILE, render_lean_real
@@ -92,7 +92,9 @@ def produce(run: RunRecord | dict[str, Any], lean_mode: str, workdir: Path, lean
     the record types first."""
     run_text = canonical_json(as_run(run).to_json())
     run_sha = sha256_text(run_text)
-    deriv = derive(json.loads(run_text))  # derive from exactly what is stored
+    stored = json.loads(run_text)
+    check_json_value(stored, "run.json")  # never write a record witprobe's own readers refuse
+    deriv = derive(stored)  # derive from exactly what is stored
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "run.json").write_text(run_text, encoding="utf-8")
     lean_text = render_run(deriv.obligations, run_sha) if deriv.obligations else None
@@ -118,6 +120,7 @@ def produce(run: RunRecord | dict[str, Any], lean_mode: str, workdir: Path, lean
     cert = assemble(run_sha, deriv, sha256_text(lean_text) if lean_text is not None else None,
                     sha256_text(coq_text) if coq_text is not None else None, outcomes,
                     sha256_text(real_text) if real_text is not None else None)
+    check_json_value(cert, "certificate.json")
     (workdir / "certificate.json").write_text(canonical_json(cert), encoding="utf-8")
     return Produced(run_text, run_sha, deriv, lean_text, coq_text, real_text, outcomes, cert)
 

@@ -78,10 +78,9 @@ class LeanSide:
     """One numeric side condition of a Lean proof, as the exact rational goal ``norm_num`` closes.
 
     ``kind``: ``tanh`` (``((N/(N-t))^N - 1)/((N/(N-t))^N + 1) <= B`` with ``t = C``), ``plain``
-    (``((N/(N-t))^N - 1)/2 <= B`` with ``t = 2E``), ``eform`` (``X + X^2/2 <= B``, ``n = 0``) or
-    ``boxsup`` (no goal: the box theorem's proof is the library lemma applied to ``B``, whose
-    measured hypothesis is the certificate at level ``B`` itself; ``t = 0``, ``n = 0``).
-    ``evict`` marks a theorem stated in Coq only (no Lean proof, no goal).
+    (``((N/(N-t))^N - 1)/2 <= B`` with ``t = 2E``) or ``eform`` (``X + X^2/2 <= B``, ``n = 0``).
+    ``coq_only`` marks a theorem stated in Coq only (eviction and box claims: no Lean proof, so no
+    Lean goal; :func:`lean_side_condition` refuses it rather than call it true).
     """
 
     kind: str
@@ -201,11 +200,11 @@ def exp_upper_exact(n: int, t: Fraction) -> Fraction:
 def lean_side_condition(side: LeanSide) -> bool:
     """Whether the numeric goal a Lean proof leaves to ``norm_num`` is true (exact arithmetic).
 
-    ``boxsup`` proofs leave no goal (``box_banded_claim`` applied to ``B``), so there is nothing
-    to decide: true.
+    A ``coq_only`` side has no Lean goal at all: asking for its truth is an error (nothing was
+    decided, so it is not "true").
     """
-    if side.kind == "boxsup":
-        return True
+    if side.kind == "coq_only":
+        raise ClaimTheoremError("a Coq-only theorem has no Lean side condition")
     if side.kind == "eform":
         return side.t >= 0 and side.t + side.t * side.t / 2 <= side.bound
     if not (0 <= side.t < side.n):
@@ -418,7 +417,7 @@ def evict_theorem(claim_id: str, rho_units: int, bound_units: int) -> ClaimTheor
     proved = ("Witprobe.Eviction.evict_banded_claim", "Witprobe.Eviction.tv_pruned_evicted_mass",
               "Witprobe.Eviction.banded_logit_le", "Witprobe.Selection.tv_restrict")
     return ClaimTheorem(claim_id, name, "evict", "evict", stmt, proof, (rho, b), (EVICT_MEASURED,), proved,
-                        "", "", (), LeanSide("evict", rho.value, b.value))
+                        "", "", (), LeanSide("coq_only", rho.value, b.value))
 
 
 BOXSUP_MEASURED = ("rows: per read row not covered by the cap C, its keys pooled into buckets (the heaviest key on "
@@ -459,7 +458,7 @@ def _box_theorem(claim_id: str, form: str, shape: str, stmt_head: str, served: s
              "[vm_compute; reflexivity | unfold tanh; interval with (i_prec 60) | "
              "intros t; left; apply softmax_pos; assumption | assumption].")
     return ClaimTheorem(claim_id, theorem_name(claim_id), form, shape, stmt, proof, (b, cap), (measured,),
-                        proved + BOX_CHECKED_PROOFS, "", "", (), LeanSide("evict", Fraction(0), b.value),
+                        proved + BOX_CHECKED_PROOFS, "", "", (), LeanSide("coq_only", Fraction(0), b.value),
                         f"Definition {rows} : list row :=\n  {rows_coq}.", realized_units)
 
 

@@ -250,7 +250,8 @@ def box_sup_rows(p: torch.Tensor, c: torch.Tensor, spec: BoxSupSpec = DEFAULT_SP
     h = box_hints(mass, rad, spec.buckets, spec.intervals)
     bound = pooled_bound(mass, h)
     allow = bound * (2 * (mass.shape[-1] + t + 8) * U64) + 32 * U64 * (1 + h.z_hi[:, 0] / h.z_lo[:, 0])
-    out = torch.where(h.covered, torch.minimum(bound + allow, centred), centred).reshape(lead)
+    usable = h.covered & torch.isfinite(bound + allow)  # an uncovered row's float64 bound may be NaN: the cap alone
+    out = torch.where(usable, torch.minimum(bound + allow, centred), centred).reshape(lead)
     return out, mass.reshape(*lead, -1), rad.reshape(*lead, -1)
 
 
@@ -295,7 +296,8 @@ def box_hints(mass: torch.Tensor, rad: torch.Tensor, buckets: int, intervals: in
     up, vp = torch.exp(rad), torch.exp(-rad)
     z_hi = (mass * up).sum(-1, keepdim=True)
     z_lo_raw = (mass * vp).sum(-1, keepdim=True)
-    covered = z_lo_raw[:, 0] > Z_LO_MIN  # else 1/Z_lo is out of float64 range: the grid cannot reach it
+    # else 1/Z_lo is out of float64 range, or e^{c} overflowed Z_hi: the grid cannot reach the range
+    covered = (z_lo_raw[:, 0] > Z_LO_MIN) & torch.isfinite(z_hi[:, 0])
     z_lo = z_lo_raw.clamp_min(Z_LO_MIN)
     w_lo, w_hi = ((1 - RANGE_MARGIN) / z_hi, (1 + RANGE_MARGIN) / z_lo) if ends is None else ends
     frac = torch.arange(intervals + 1, dtype=torch.float64, device=mass.device) / intervals
