@@ -76,8 +76,20 @@ def mass_interval(m: float, rel: float, floor: float) -> tuple[float, float]:
     return max(lo, 0.0), hi
 
 
-def row_literal(row: BoxRow, rel: float, floor: float, where: str) -> tuple[str, int]:
-    """The Coq ``row`` literal of one shipped row, and its number of float literals."""
+@dataclass(frozen=True)
+class _RowNumbers:
+    """A shipped row's trusted numbers (``U_j``, ``[lo_j, hi_j]``, heavy key first) and the
+    pooled row in the meter's order (buckets, then the heavy key) that its hints are built from."""
+
+    u: list[float]
+    lo: list[float]
+    hi: list[float]
+    mass: list[float]
+    rad: list[float]
+    intervals: int
+
+
+def _row_numbers(row: BoxRow, rel: float, floor: float, where: str) -> _RowNumbers:
     pooled = [row.heavy] + row.buckets
     for j, pair in enumerate(pooled):
         if len(pair) != 2 or not all(isinstance(v, float) and math.isfinite(v) and v >= 0 for v in pair):
@@ -87,22 +99,44 @@ def row_literal(row: BoxRow, rel: float, floor: float, where: str) -> tuple[str,
     lo, hi = [b[0] for b in bounds], [b[1] for b in bounds]
     if not math.fsum(lw / uj for lw, uj in zip(lo, u)) > 0:
         raise BoxDataError(f"{where}: the row's served mass has no positive lower bound")
-    # the hints exactly as the meter built them (box_hints on the recorded masses and radii, heavy
-    # key last): the grid's ends (1 -+ 2**-20)/Z bracket the checker's outward sums while the masses'
-    # relative error stays below 2**-21 (float_error.boxsup_problems)
-    mass_t = torch.tensor([[m for m, _ in pooled[1:] + pooled[:1]]], dtype=torch.float64)
-    rad_t = torch.tensor([[r for _, r in pooled[1:] + pooled[:1]]], dtype=torch.float64)
-    h = box_hints(mass_t, rad_t, len(pooled) - 1, row.intervals)
-    grid = [float(x) for x in h.grid[0]]
-    lam_down = [min(max(float(x), 0.0), 1.0) for x in h.lam[0, 0, :, 0]]
-    lam_up = [min(max(float(x), 0.0), 1.0) for x in h.lam[0, 1, :, 0]]
+    meter_order = pooled[1:] + pooled[:1]
+    return _RowNumbers(u, lo, hi, [m for m, _ in meter_order], [r for _, r in meter_order], row.intervals)
 
+
+def _hints(rows: list[_RowNumbers]) -> list[tuple[list[float], list[float], list[float]]]:
+    """``(grid, lam_up, lam_down)`` per row: the hints exactly as the meter built them
+    (:func:`witprobe.probe.box_sup.box_hints` on the recorded masses and radii, heavy key last).
+    The grid's ends ``(1 -+ 2**-20)/Z`` bracket the checker's outward sums while the masses'
+    relative error stays below ``2**-21`` (``float_error.boxsup_problems``). Rows of one shape
+    (buckets, intervals) are computed in one batch; every operation is row-wise, so a row's hints
+    do not depend on its batch (``tests/test_box_certificate.py`` holds them bit for bit)."""
+    out: list[tuple[list[float], list[float], list[float]] | None] = [None] * len(rows)
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, r in enumerate(rows):
+        groups.setdefault((len(r.mass), r.intervals), []).append(i)
+    for (width, intervals), idx in groups.items():
+        mass_t = torch.tensor([rows[i].mass for i in idx], dtype=torch.float64)
+        rad_t = torch.tensor([rows[i].rad for i in idx], dtype=torch.float64)
+        h = box_hints(mass_t, rad_t, width - 1, intervals)
+        grid, lam = h.grid.tolist(), h.lam[:, :, :, 0].clamp(0.0, 1.0).tolist()
+        for k, i in enumerate(idx):
+            out[i] = (grid[k], lam[k][1], lam[k][0])
+    return out  # type: ignore[return-value]
+
+
+def _literal(n: _RowNumbers, grid: list[float], lam_up: list[float], lam_down: list[float]) -> tuple[str, int]:
     def bucket(j: int) -> str:
-        return f"Bucket {_hex(u[j])} {_hex(lo[j])} {_hex(hi[j])}"
+        return f"Bucket {_hex(n.u[j])} {_hex(n.lo[j])} {_hex(n.hi[j])}"
 
-    text = (f"Row ({bucket(0)}) [{'; '.join(bucket(j) for j in range(1, len(pooled)))}]\n    "
+    text = (f"Row ({bucket(0)}) [{'; '.join(bucket(j) for j in range(1, len(n.u)))}]\n    "
             f"[{'; '.join(map(_hex, grid))}]\n    [{'; '.join(map(_hex, lam_up))}] [{'; '.join(map(_hex, lam_down))}]")
-    return text, 3 * len(pooled) + len(grid) + len(lam_up) + len(lam_down)
+    return text, 3 * len(n.u) + len(grid) + len(lam_up) + len(lam_down)
+
+
+def row_literal(row: BoxRow, rel: float, floor: float, where: str) -> tuple[str, int]:
+    """The Coq ``row`` literal of one shipped row, and its number of float literals."""
+    n = _row_numbers(row, rel, floor, where)
+    return _literal(n, *_hints([n])[0])
 
 
 def layer_data(rows: BoxRows, rel: Fraction, keys: int, where: str, bound: Fraction) -> BoxLayerData:
@@ -118,17 +152,16 @@ def layer_data(rows: BoxRows, rel: Fraction, keys: int, where: str, bound: Fract
     if not tu < 0.5:
         raise BoxDataError(f"{where}: {keys} keys are too many for the float64 mass analysis")
     rel_f = math.nextafter(float(rel) + tu / (1 - tu), math.inf) * (1 + 2.0 ** -40)
-    cap_c, parts, literals, shipped = rows.dropped_c_max, [], 0, 0
+    cap_c, numbers = rows.dropped_c_max, []
     for i, row in enumerate(rows.rows):
         if not (math.isfinite(row.c_max) and row.c_max >= 0):
             raise BoxDataError(f"{where}.rows[{i}].c_max: {row.c_max!r} is not a finite nonnegative radius")
         if math.tanh(row.c_max * (1 + RADIUS_MARGIN) / 2) * (1 + 2.0 ** -40) <= float(bound):
             cap_c = max(cap_c, row.c_max)
             continue
-        text, n = row_literal(row, rel_f, UNDERFLOW * keys, f"{where}.rows[{i}]")
-        parts.append(text)
-        literals += n
-        shipped += 1
+        numbers.append(_row_numbers(row, rel_f, UNDERFLOW * keys, f"{where}.rows[{i}]"))
+    made = [_literal(n, *h) for n, h in zip(numbers, _hints(numbers))]
+    parts, literals, shipped = [text for text, _ in made], sum(k for _, k in made), len(made)
     cap = rounding.up(cap_c) * (1 + Fraction(RADIUS_MARGIN)) if cap_c > 0 else Fraction(0)
     return BoxLayerData("[" + ";\n  ".join(parts) + "]", rounding.to_units_up(cap), shipped, rows.rows_seen,
                         literals)
