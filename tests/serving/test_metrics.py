@@ -23,7 +23,7 @@ from witprobe.serving.server import Handler
 
 #: family name (as the parser gives it: a counter without ``_total``) -> type
 FAMILIES = {
-    "witprobe_ledger_ok": "gauge", "witprobe_requests": "counter", "witprobe_tokens_generated": "counter",
+    "witprobe_ledger_ok": "gauge", "witprobe_engine_up": "gauge", "witprobe_requests": "counter", "witprobe_tokens_generated": "counter",
     "witprobe_accounts": "gauge", "witprobe_batches": "counter", "witprobe_write_events": "counter",
     "witprobe_restorations": "counter", "witprobe_delta_spent_max": "gauge", "witprobe_reads": "counter",
     "witprobe_foreign_reads": "counter", "witprobe_read_out_of_generation": "counter",
@@ -75,7 +75,7 @@ def scrape(url: str) -> tuple[str, dict[str, dict[tuple, float]], dict[str, str]
 
 def test_scrape_parses_with_every_family_and_its_values(serve):
     led = stand_in_ledger()
-    served = {"requests_ok": 2, "requests_failed": 1, "tokens": 16}
+    served = {"requests_ok": 2, "requests_failed": 1, "requests_refused": 3, "tokens": 16, "engine_up": 1}
     led.book.get(1).budget.spent = Fraction(1, 200)
     led.book.get(2).read.n_reads = 40
     led.book.get(2).read.n_read_foreign_attributed = 4
@@ -83,7 +83,9 @@ def test_scrape_parses_with_every_family_and_its_values(serve):
     assert ctype.startswith("text/plain; version=0.0.4")
     assert types == FAMILIES
     assert v["witprobe_ledger_ok"] == {(): 1.0}
-    assert v["witprobe_requests_total"] == {(("outcome", "ok"),): 2.0, (("outcome", "failed"),): 1.0}
+    assert v["witprobe_engine_up"] == {(): 1.0}
+    assert v["witprobe_requests_total"] == {(("outcome", "ok"),): 2.0, (("outcome", "failed"),): 1.0,
+                                            (("outcome", "refused"),): 3.0}
     assert v["witprobe_tokens_generated_total"] == {(): 16.0}
     assert v["witprobe_accounts"] == {(("kind", "user"),): 2.0}
     assert v["witprobe_batches_total"] == {(): 5.0} and v["witprobe_write_events_total"] == {(): 3.0}

@@ -102,8 +102,11 @@ class LedgerCollector(Collector):
                      and led.pool.namespaces_disjoint())
             m = [
                 ("witprobe_ledger_ok", "gauge", "1 while every live criterion holds (the value to alert on)", [(ok, {})]),
+                ("witprobe_engine_up", "gauge", "1 while the engine's generation loop runs (0: a request stopped it)",
+                 [(served.get("engine_up", 0), {})]),
                 ("witprobe_requests_total", "counter", "HTTP generation requests by outcome",
-                 [(served.get("requests_ok", 0), {"outcome": "ok"}), (served.get("requests_failed", 0), {"outcome": "failed"})]),
+                 [(served.get("requests_ok", 0), {"outcome": "ok"}), (served.get("requests_failed", 0), {"outcome": "failed"}),
+                  (served.get("requests_refused", 0), {"outcome": "refused"})]),
                 ("witprobe_tokens_generated_total", "counter", "tokens returned to clients", [(served.get("tokens", 0), {})]),
                 ("witprobe_accounts", "gauge", "accounts opened (user requests; warmup is uid 0)", [(len(users), {"kind": "user"})]),
                 ("witprobe_batches_total", "counter", "engine forwards seen by the ledger", [(led.n_batches, {})]),

@@ -10,9 +10,22 @@ runs the warmup request (warmup account, uid 0), and serves on ``127.0.0.1`` onl
 ``GET /verdict/ID``   the verdict of one request (404 if unknown)
 ``GET /verdicts``     every user request's verdict
 ``GET /metrics``      Prometheus text format 0.0.4 (``prometheus_client``, one registry per server)
+``GET /healthz``      ``{"ok", "engine_running", "reason"}``: 200 while the engine runs, else 503
 ``GET /journal/head`` ``{"seq", "hash"}`` of the last committed journal record
 ``POST /shutdown``    stop the engine, close the journal, exit
 ====================  ===========================================================================
+
+Health: once the engine's generation loop has stopped (a request crashed it: transformers'
+continuous batching fails every pending request and ends its thread), ``/healthz`` and ``/metrics``
+answer 503 (a Prometheus scrape then records ``up = 0``; the body still carries
+``witprobe_engine_up 0``), and ``/generate`` answers 503 at once.
+
+Refusals: a prompt whose tokens plus ``max_new_tokens`` exceed the engine's KV capacity
+(``num_blocks * page_size`` tokens) is refused with 413 before it reaches the engine, as is a body
+over 1 MiB. Every state-changing request (``POST``) must name this server in ``Host``
+(``127.0.0.1:PORT`` or ``localhost:PORT``) and, if it sends ``Origin``, an origin of this server:
+otherwise 403 (a web page in a browser cannot drive the server through DNS rebinding or a
+cross-site form).
 
 When it is ready it writes ``--ready-file`` (``{"port", "pid"}``, temp file + rename). SIGTERM is a
 clean shutdown; SIGKILL leaves the journal valid up to its last committed record, without ``close``.
@@ -47,6 +60,11 @@ class EngineConfig:
     max_new_tokens: int = 8
     request_timeout_s: float = 300.0
 
+    @property
+    def capacity_tokens(self) -> int:
+        """The most tokens (prompt plus generated) one request's KV cache can hold."""
+        return self.page_size * self.num_blocks
+
 
 class Engine:
     """The model, its continuous-batching manager, the attached ledger (or none) and result routing."""
@@ -75,7 +93,8 @@ class Engine:
             self.manager.warmup()
         self._waiters: dict[str, tuple[threading.Event, list[Any]]] = {}
         self._lock = threading.Lock()
-        self.counters = {"requests_ok": 0, "requests_failed": 0, "tokens": 0}
+        self.counters = {"requests_ok": 0, "requests_failed": 0, "requests_refused": 0, "tokens": 0}
+        self.crash: str | None = None  # the error that stopped the engine's generation loop, once it has
         self.metrics = None
         if self.ledger is not None:
             from witprobe.serving.metrics import ledger_registry
@@ -107,9 +126,18 @@ class Engine:
                 self.counters[k] += v
 
     def served(self) -> dict[str, int]:
-        """A copy of the server's own counters (read by the metrics registry at scrape time)."""
+        """A copy of the server's own counters, and ``engine_up`` (1 while the engine runs), read by
+        the metrics registry at scrape time."""
         with self._lock:
-            return dict(self.counters)
+            out = dict(self.counters)
+        out["engine_up"] = int(self.health()["ok"])
+        return out
+
+    def health(self) -> dict[str, Any]:
+        """``{"ok", "engine_running", "reason"}``: ok while the generation loop runs and nothing stopped it."""
+        running = bool(self.manager.is_running())
+        reason = "" if running else f"the engine's generation loop has stopped{': ' + self.crash if self.crash else ''}"
+        return {"ok": running and not self._stop.is_set(), "engine_running": running, "reason": reason}
 
     def encode(self, prompt: str) -> list[int]:
         return list(self.tok.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
@@ -123,9 +151,16 @@ class Engine:
             self._waiters[rid] = (ev, [])
         if self.manager.add_request(ids, request_id=rid, max_new_tokens=max_new_tokens) is None:
             raise RuntimeError("the engine is not accepting requests")
-        if not ev.wait(self.ecfg.request_timeout_s):
-            raise TimeoutError(f"request {rid} did not finish within {self.ecfg.request_timeout_s} s")
-        return self._waiters[rid][1][0]
+        deadline = time.monotonic() + self.ecfg.request_timeout_s
+        while not ev.wait(0.2):  # a stopped engine never answers: do not wait for it
+            if not self.manager.is_running():
+                raise RuntimeError("the engine's generation loop has stopped")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"request {rid} did not finish within {self.ecfg.request_timeout_s} s")
+        out = self._waiters[rid][1][0]
+        if out.error is not None and not self.manager.is_running():
+            self.crash = str(out.error)[:200]
+        return out
 
     def warmup(self, prompt: str, prefix: str) -> None:
         """One warmup request (the warmup account). Two new tokens: a request that finishes in its first
@@ -156,6 +191,23 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _same_origin(self) -> str | None:
+        """Why a state-changing request is refused (403), or None: ``Host`` must name this server on
+        loopback, and ``Origin``, when sent, must be this server."""
+        port = self.server.server_address[1]
+        hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+        host = self.headers.get("Host")
+        if host not in hosts:
+            return f"Host {host!r} is not this server ({' or '.join(sorted(hosts))})"
+        origin = self.headers.get("Origin")
+        if origin is not None and origin not in {f"http://{h}" for h in hosts}:
+            return f"Origin {origin!r} is not this server"
+        return None
+
+    def _health(self) -> dict[str, Any]:
+        e = self.engine
+        return e.health() if hasattr(e, "health") else {"ok": True, "engine_running": True, "reason": ""}
+
     def _head(self) -> dict[str, Any]:
         led = self.engine.ledger
         if led is None:
@@ -170,11 +222,12 @@ class Handler(BaseHTTPRequestHandler):
                 return self._send(404, {"error": "no ledger attached"})
             from witprobe.serving.metrics import CONTENT_TYPE, prometheus_text
 
-            return self._send(200, prometheus_text(e.metrics), CONTENT_TYPE)
+            return self._send(200 if self._health()["ok"] else 503, prometheus_text(e.metrics), CONTENT_TYPE)
         if self.path == "/journal/head":
             return self._send(200, self._head())
         if self.path == "/healthz":
-            return self._send(200, {"ok": e.manager.is_running()})
+            h = self._health()
+            return self._send(200 if h["ok"] else 503, h)
         if self.path == "/verdicts":
             if e.ledger is None:
                 return self._send(404, {"error": "no ledger attached"})
@@ -188,17 +241,30 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         e = self.engine
+        refused = self._same_origin()
+        if refused is not None:
+            return self._send(403, {"error": refused})
         if self.path == "/shutdown":
             self._send(200, {"ok": True})
             threading.Thread(target=self.server.shutdown, daemon=True).start()
             return
         if self.path != "/generate":
             return self._send(404, {"error": f"no route {self.path}"})
+        if not self._health()["ok"]:
+            return self._send(503, {"error": self._health()["reason"] or "the engine is not running"})
         try:
             n = int(self.headers.get("Content-Length", "0"))
-            if not 0 < n <= 1 << 20:
+        except ValueError:
+            return self._send(400, {"error": "Content-Length must be an integer"})
+        if n > 1 << 20:
+            e.count(requests_refused=1)
+            return self._send(413, {"error": f"a body of {n} bytes is over the 1 MiB limit"})
+        try:
+            if n <= 0:
                 raise ValueError("body must be 1 byte to 1 MiB of JSON")
             req = json.loads(self.rfile.read(n))
+            if not isinstance(req, dict):
+                raise ValueError("the body must be a JSON object")
             rid = req.get("request_id")
             if not isinstance(rid, str) or not RID.match(rid) or rid.startswith(e.ledger.cfg.warmup_prefix if e.ledger else "warmup-"):
                 raise ValueError("request_id must match [A-Za-z0-9_.:-]{1,64} and not use the warmup prefix")
@@ -215,6 +281,11 @@ class Handler(BaseHTTPRequestHandler):
                 raise ValueError("give a nonempty prompt or input_ids")
         except (ValueError, TypeError) as err:
             return self._send(400, {"error": str(err)})
+        cap = e.ecfg.capacity_tokens
+        if len(ids) + mnt > cap:
+            e.count(requests_refused=1)
+            return self._send(413, {"error": f"the prompt's {len(ids)} tokens plus max_new_tokens {mnt} exceed the "
+                                             f"engine's KV capacity of {cap} tokens"})
         try:
             out = e.generate(rid, ids, mnt)
         except KeyError:
