@@ -95,11 +95,19 @@ def _parser() -> argparse.ArgumentParser:
                         "(refused if anything else is there)")
     r.add_argument("--quiet", action="store_true", help="no progress on stderr (third-party progress bars included)")
     c = sub.add_parser("check", help="re-derive a run directory's certificate from its run.json and compare")
-    c.add_argument("dir", type=Path)
+    c.add_argument("dir", type=Path, help="a run directory written by certify run")
     s = sub.add_parser("show", help="print the per-layer table of a run directory")
-    s.add_argument("dir", type=Path)
+    s.add_argument("dir", type=Path, help="a run directory (run.json and certificate.json)")
+    s.add_argument("--format", choices=("table", "csv", "json"), default="table",
+                   help="table: the per-layer table and summary; csv/json: one row per claim (id, kind, layer, "
+                        "metric, form, exact bound and its decimal rounded up, vacuous, realized, tightness, "
+                        "tier, reason) (default: %(default)s)")
+    cmp_ = sub.add_parser("compare", help="line up two run directories' claims: bounds, realized values, tiers and "
+                                          "their differences")
+    cmp_.add_argument("dir_a", type=Path, help="run directory A")
+    cmp_.add_argument("dir_b", type=Path, help="run directory B (differences are B - A)")
     rep = sub.add_parser("report", help="write a self-contained report.html (inline CSS and SVG plots) of a run directory")
-    rep.add_argument("dir", type=Path)
+    rep.add_argument("dir", type=Path, help="a run directory (run.json and certificate.json)")
     rep.add_argument("--out", type=Path, default=None, metavar="FILE", help="the page to write (default: DIR/report.html)")
     rep.add_argument("--force", action="store_true", help="replace an existing --out FILE")
     sub.add_parser("doctor", help="report the environment: torch, transformers, Lean, Triton, GPU")
@@ -263,6 +271,14 @@ def _cmd_show(args: argparse.Namespace) -> int:
     problems = verify_recorded(args.dir, cert)  # never print a verdict `check` would refuse
 
     def render(c: dict) -> None:
+        if args.format != "table":
+            from witprobe.certify.claim_rows import claim_rows, rows_csv, rows_json
+
+            rows = claim_rows(c, verified=not problems)
+            buf.write(rows_csv(rows) if args.format == "csv" else rows_json(rows, problems))
+            if problems and args.format == "csv":
+                print(f"NOT VERIFIED: {problems[0]}", file=sys.stderr)
+            return
         if problems:
             print(f"NOT VERIFIED: {problems[0]}", file=buf)
         print_table(c, buf, verified=not problems)
@@ -270,6 +286,27 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
     read_with(path, cert, render)
     sys.stdout.write(terminal_safe(buf.getvalue()))
+    return EXIT_FAIL if problems else EXIT_OK
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from witprobe.certify.certificate_record import load_certificate
+    from witprobe.certify.claim_rows import claim_rows, compare_rows, compare_text
+    from witprobe.certify.recorded import verify_recorded
+
+    rows, problems = [], []
+    for d in (args.dir_a, args.dir_b):
+        if not d.is_dir():
+            raise UsageError(f"{d} is not a directory")
+        path = d / "certificate.json"
+        cert = load_certificate(path)
+        bad = verify_recorded(d, cert)
+        problems += [f"{d}: {p}" for p in bad]
+        rows.append(read_with(path, cert, lambda c, ok=not bad: claim_rows(c, verified=ok)))
+    both, only_a, only_b = compare_rows(*rows)
+    text = "".join(f"NOT VERIFIED: {p}\n" for p in problems) + compare_text(both, only_a, only_b, str(args.dir_a),
+                                                                             str(args.dir_b))
+    sys.stdout.write(terminal_safe(text))
     return EXIT_FAIL if problems else EXIT_OK
 
 
@@ -354,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     if wants_quiet(argv):
         quiet_third_party()  # before the parser imports transformers (tqdm reads its switch at import)
     args = _parser().parse_args(argv)
-    handler = {"run": _cmd_run, "check": _cmd_check, "show": _cmd_show, "report": _cmd_report, "doctor": _cmd_doctor,
+    handler = {"run": _cmd_run, "check": _cmd_check, "show": _cmd_show, "compare": _cmd_compare, "report": _cmd_report,
+               "doctor": _cmd_doctor,
                "coverage": _cmd_coverage, "schema": _cmd_schema}[args.command]
     return run_handler(handler, args, "witprobe.certify")
