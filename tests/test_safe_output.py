@@ -385,3 +385,34 @@ def test_temporaries_are_fresh_private_names(tmp_path):
             assert (tmp.stat().st_mode & 0o077) == 0, "a private folder"
             (tmp / "f").write_text("x")
     assert seen[0] != seen[1] and all(s.startswith(".out.witprobe-") for s in seen)
+
+
+KILLED_WRITER = """
+import os, signal, sys
+from witprobe import safe_output
+with safe_output.new_output_dir(sys.argv[1], "t") as tmp:
+    (tmp / "half").write_text("half written")
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_writer_killed_with_sigkill_leaves_a_folder_the_next_writer_removes(tmp_path):
+    out = tmp_path / "out"
+    for _ in range(2):
+        p = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(out)], capture_output=True, text=True, timeout=120)
+        assert p.returncode == -signal.SIGKILL, p.stderr
+    left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".out.witprobe-") and p.is_dir())
+    assert len(left) == 1 and not out.exists()  # the second writer removed the first one's folder
+    mine = tmp_path / ".out.witprobe-mine"  # the user's folder, named like witprobe's: no mark
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    forged = tmp_path / ".out.witprobe-forged"  # a mark with other bytes is not witprobe's
+    forged.mkdir()
+    (forged / safe_output.PARTIAL_MARK).write_text("something else\n")
+    with safe_output.new_output_dir(out, "t") as tmp:
+        (tmp / "f").write_text("x")
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert not any(n in names for n in left), names
+    assert (mine / "notes.txt").read_text() == "mine" and forged.is_dir() and (out / "f").read_text() == "x"
+    assert not (out / safe_output.PARTIAL_MARK).exists()
+    assert set(safe_output.read_manifest(out).files) == {"f"}

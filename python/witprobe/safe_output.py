@@ -15,7 +15,11 @@ Every command that writes goes through this module. Its rules:
    (:func:`tempfile.mkdtemp` beside the destination) and renamed into place when complete; a
    file is written to a :func:`tempfile.mkstemp` file (``O_EXCL``, a random name) beside it
    and renamed into place. On any error or interrupt the temporary is removed: nothing
-   half-written is left behind.
+   half-written is left behind. A writer killed outright (``kill -9``) cannot remove its
+   folder; the folder carries :data:`PARTIAL_MARK` while it is being built, and the next writer
+   of the same destination, holding its lock (so no other writer of it is alive), removes every
+   such marked folder of that destination before it starts (:func:`sweep_partials`). A folder
+   without the mark, even one named like witprobe's, is never touched.
 4. **One writer at a time.** The writer holds an exclusive :func:`fcntl.flock` on a lock file
    beside the destination (``.NAME.witprobe-lock``, removed when released); a second writer on
    the same destination fails at once with exit 2.
@@ -55,6 +59,9 @@ MANIFEST = ".witprobe-output.json"
 """The manifest file in every output directory."""
 SCHEMA = "witprobe-output/1"
 LOCK_SUFFIX = ".witprobe-lock"
+PARTIAL_MARK = ".witprobe-partial"
+"""The file inside a directory still being built (removed before the directory is renamed into place)."""
+_PARTIAL_TEXT = b"witprobe partial output\n"
 _LOCK_MARK = b"witprobe lock\n"
 _SQLITE_SIDES = ("-wal", "-shm", "-journal")
 _MAX_MANIFEST_BYTES = 8 << 20
@@ -457,6 +464,39 @@ def _hash_tree(d: Path) -> dict[str, str]:
     return out
 
 
+def _partial_prefix(out: Path) -> str:
+    return f".{out.name}.witprobe-"
+
+
+def sweep_partials(out: Path | str) -> list[Path]:
+    """Remove the private folders of writers of ``out`` that were killed before they finished;
+    the caller holds ``out``'s lock. Only directories named ``.NAME.witprobe-*`` beside ``out``
+    that hold a regular :data:`PARTIAL_MARK` file with witprobe's text are removed (never through
+    a link). Returns what was removed."""
+    out = _abs(out)
+    prefix, gone = _partial_prefix(out), []
+    try:
+        names = [n for n in os.listdir(out.parent) if n.startswith(prefix)]
+    except OSError:
+        return gone
+    for name in names:
+        d = out.parent / name
+        try:
+            if not stat.S_ISDIR(os.lstat(d).st_mode):
+                continue
+            fd = os.open(d / PARTIAL_MARK, _READ_FLAGS)
+            try:
+                ok = stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, 64) == _PARTIAL_TEXT
+            finally:
+                os.close(fd)
+        except OSError:
+            continue
+        if ok:
+            shutil.rmtree(d, ignore_errors=True)
+            gone.append(d)
+    return gone
+
+
 @contextlib.contextmanager
 def new_output_dir(out: Path | str, tool: str, force: bool = False) -> Iterator[Path]:
     """Build the output directory ``out`` in a fresh private folder and rename it into place.
@@ -471,12 +511,19 @@ def new_output_dir(out: Path | str, tool: str, force: bool = False) -> Iterator[
     _check_parent(out)
     with locked(out):
         check_replaceable(out, force, tool)  # again, under the lock
+        sweep_partials(out)  # a killed writer's folder: no writer of out is alive but us
         try:
-            tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.witprobe-", dir=out.parent))
+            tmp = Path(tempfile.mkdtemp(prefix=_partial_prefix(out), dir=out.parent))
         except OSError as e:
             raise OutputRefused(f"cannot write {out}: {_why(e)}") from None
         try:
+            fd = os.open(tmp / PARTIAL_MARK, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+            try:
+                os.write(fd, _PARTIAL_TEXT)
+            finally:
+                os.close(fd)
             yield tmp
+            os.unlink(tmp / PARTIAL_MARK)
             _write_manifest_at(tmp, Manifest(tool, _hash_tree(tmp)))
             umask = os.umask(0)
             os.umask(umask)
