@@ -59,3 +59,39 @@ def test_reads_outside_the_meter_raise(tiny):
         with witprobe.observe(model):  # the cache is not passed: the model's own cache is read
             with torch.no_grad():
                 model.generate(**_inputs(tok), max_new_tokens=2, do_sample=False)
+
+
+PADDED_PROMPTS = ["The capital of France is", "Write one sentence about the sea and the wind at night.", "2 + 2 ="]
+
+
+def _generate(model, tok, prompts, padded: bool):
+    tok.padding_side = "left"
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    with witprobe.observe(model, codec="int8", bands=4) as run:
+        enc = tok(prompts, return_tensors="pt", padding=True)
+        with torch.no_grad():
+            if padded:
+                with run.batch(enc["attention_mask"]) as streamer:
+                    model.generate(**enc, cache=run.cache, streamer=streamer, max_new_tokens=2, do_sample=False,
+                                   pad_token_id=pad)
+            else:
+                model.generate(**enc, cache=run.cache, max_new_tokens=2, do_sample=False, pad_token_id=pad)
+    return run.layers()
+
+
+@pytest.mark.slow
+def test_a_left_padded_batch_reads_as_each_prompt_alone_and_padding_without_its_mask_is_refused(smollm2):
+    """Issue 28: observe() on a left-padded batch of 3 prompts. With ``run.batch(attention_mask)``
+    the readings equal each prompt's own run (rows exactly; maxima within float32 batching noise);
+    without it, the padding rows (queries that see no key) are refused, never folded as NaN."""
+    model, tok = smollm2.model, smollm2.tokenizer
+    with pytest.raises(ObserverError, match="sees no key"):
+        _generate(model, tok, PADDED_PROMPTS, padded=False)
+    batch = _generate(model, tok, PADDED_PROMPTS, padded=True)
+    alone = [_generate(model, tok, [p], padded=False) for p in PADDED_PROMPTS]
+    for i, b in enumerate(batch):
+        assert b.rows == sum(a[i].rows for a in alone)
+        assert b.rows_beaten == 0
+        for got, want in ((b.tv_realized_max, max(a[i].tv_realized_max for a in alone)),
+                          (b.bound_max, max(a[i].bound_max for a in alone))):
+            assert got == pytest.approx(want, rel=1e-2), (i, got, want)

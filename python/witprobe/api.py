@@ -15,6 +15,18 @@ read is metered (the realized TV between exact and served attention at the same 
 three TV bounds). On exit the model's previous attention implementation is restored, also when
 the block raises.
 
+A left-padded batch is metered as each request alone (as ``certify run --batch N`` does) when
+its ``attention_mask`` is given::
+
+    enc = tokenizer(prompts, return_tensors="pt", padding=True)   # padding_side="left"
+    with witprobe.observe(model) as run, run.batch(enc["attention_mask"]) as streamer:
+        model.generate(**enc, cache=run.cache, streamer=streamer, max_new_tokens=32)
+
+Padding positions are left out of every meter (their cache entries and their query rows), and so
+are the positions ``generate`` fills after a request's end. Without it, a padding row (a query
+that sees no key) raises :class:`~witprobe.probe.errors.ObserverError` instead of turning the
+readings to NaN; a NaN reading is never returned (:meth:`ObservedRun.layers` raises).
+
 Fail closed: a read through a cache that is not the witness cache raises
 :class:`witprobe.probe.errors.ObserverError` at once; and on exit, a layer that was written
 but never read through the meter (e.g. the model was switched back to ``sdpa`` inside the block)
@@ -33,6 +45,7 @@ from witprobe.kinds.layouts import text_config, witness_cache_for
 from witprobe.probe.attention import ATTN_IMPLEMENTATION
 from witprobe.probe.errors import ObserverError
 from witprobe.probe.observer import Observer
+from witprobe.probe.padding import PaddingStreamer, eos_ids
 from witprobe.probe.witness_cache import WitnessCache
 
 
@@ -83,6 +96,22 @@ class ObservedRun:
             self.config, self.codec, self.bands, self.compress_values, self.observer, model=self.model))
         return self._cache
 
+    @contextlib.contextmanager
+    def batch(self, attention_mask: Any) -> Iterator[PaddingStreamer]:
+        """Meter a left-padded batch as each request alone: ``attention_mask`` ``(B, prompt_len)``,
+        nonzero on real tokens. Yields the streamer to pass to ``model.generate(streamer=...)``
+        (a single forward needs none). The padding is dropped when the block ends."""
+        import torch
+
+        mask = torch.as_tensor(attention_mask)
+        if mask.dim() != 2 or mask.shape[0] < 1:
+            raise ValueError(f"attention_mask must be (batch, positions), got shape {tuple(mask.shape)}")
+        self.observer.set_padding(mask)
+        try:
+            yield PaddingStreamer(self.observer, eos_ids(self.model))
+        finally:
+            self.observer.set_padding(None)
+
     def snapshot(self) -> dict[str, list]:
         """Every accumulator, read back to the host (the ``run.json`` layer records' source)."""
         return self.observer.snapshot()
@@ -96,6 +125,9 @@ class ObservedRun:
                 return None if not isinstance(st, dict) else st.get("max")
 
             beaten = sum(int(rd.get(f"rows_{f}_beaten", 0) or 0) for f in ("plain", "centred", "eform"))
+            for what, v in (("tv_realized", mx("tv_realized")), ("best_bound", mx("best_bound"))):
+                if v is not None and v != v:
+                    raise ObserverError(f"layer {i}: the {what} reading is NaN (a NaN is an error, never a reading)")
             out.append(LayerReading(i, int(rd.get("rows", 0) or 0), snap["host_read_calls"][i],
                                     snap["host_write_calls"][i], mx("tv_realized"), mx("best_bound"), beaten))
         return out

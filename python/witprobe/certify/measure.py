@@ -29,6 +29,7 @@ from witprobe.probe.box_sup import DEFAULT_SPEC as BOX_SUP_DEFAULT
 from witprobe.kinds.layouts import layer_kinds, text_config, witness_cache_for
 from witprobe.probe.attention import ATTN_IMPLEMENTATION
 from witprobe.probe.observer import Observer
+from witprobe.probe.padding import PaddingStreamer, eos_ids
 from witprobe.certify.run_record import RUN_SCHEMA, RunRecord, parse_run
 from witprobe.probe.recurrent import DecayHooks
 from witprobe.probe.query_aligned import CALIBRATION_PROMPTS, QueryAlignedError, QueryBasis, calibrate
@@ -353,33 +354,9 @@ def _request_record(model: Any, cfg: MeasureConfig, index: int, inputs: dict[str
     return record
 
 
-def _eos_ids(model: Any) -> list[int]:
-    eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-    return [] if eos is None else [int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])]
-
-
-class _BatchStreamer:
-    """Streamer of a padded batch: after each step, tells the observer which requests are still
-    alive (have not emitted an end-of-sequence token), so the positions generate keeps filling
-    after a request's end are left out of the meters, as in that request's own run; reports
-    progress."""
-
-    def __init__(self, observer: Observer, eos: list[int], progress: TokenProgress) -> None:
-        self.observer = observer
-        self.eos = torch.tensor(eos or [-1], dtype=torch.long)
-        self.progress = progress
-        self.alive: torch.Tensor | None = None
-
-    def put(self, value: torch.Tensor) -> None:
-        self.progress.put(value)
-        if self.alive is None:  # the first call carries the prompt
-            self.alive = torch.ones(value.shape[0], dtype=torch.bool)
-            return
-        self.alive = self.alive & ~torch.isin(value.reshape(-1).long(), self.eos)
-        self.observer.extend_padding(self.alive)
-
-    def end(self) -> None:
-        self.progress.end()
+def _padding_streamer(observer: Observer, eos: list[int], progress: TokenProgress) -> PaddingStreamer:
+    """The batch's padding streamer (:mod:`witprobe.probe.padding`), reporting progress too."""
+    return PaddingStreamer(observer, eos, on_put=progress.put, on_end=progress.end)
 
 
 def _generate_batch(loaded: LoadedModel, cfg: MeasureConfig, codec: Codec, observer: Observer, progress: Progress,
@@ -397,14 +374,14 @@ def _generate_batch(loaded: LoadedModel, cfg: MeasureConfig, codec: Codec, obser
         ids[row, width - n:] = e["input_ids"][0]
         attn[row, width - n:] = 1
     label = f"requests {indices[0] + 1}-{indices[-1] + 1}/{len(cfg.prompts)}"
-    eos = _eos_ids(model)
+    eos = eos_ids(model)
     cache = observer.attach(witness_cache_for(mc, codec, cfg.bands, cfg.compress_values, observer, model=model))
     observer.set_padding(attn)
     try:
         with torch.no_grad(), observer.active():
             gen = model.generate(
                 input_ids=ids, attention_mask=attn, cache=cache, max_new_tokens=cfg.max_new_tokens, do_sample=False,
-                pad_token_id=pad, streamer=_BatchStreamer(observer, eos, TokenProgress(progress, label, cfg.max_new_tokens)),
+                pad_token_id=pad, streamer=_padding_streamer(observer, eos, TokenProgress(progress, label, cfg.max_new_tokens)),
                 output_logits=True, return_dict_in_generate=True,
             )
     finally:

@@ -310,6 +310,11 @@ class Observer:
                 raise ObserverError(str(e)) from e
             if sinks is not None:
                 inputs = with_sinks(inputs, sinks)
+            if keep.rows is None and not bool(inputs.visible.any(-1).all()):
+                raise ObserverError(
+                    f"layer {layer_idx}: a query row sees no key (a left-padded batch's padding rows?); its "
+                    "attention is undefined and would turn every reading to NaN. Meter a padded batch with its "
+                    "attention_mask: witprobe.observe(...).batch(attention_mask), or the CLI's --batch N")
             rows = read_rows_from_scores(inputs.s_exact, inputs.s_served, inputs.visible, inputs.components, scaling,
                                          inputs.score_err, self.box_sup, inputs.qa_radius)
             if keep.rows is not None and (inputs.counters or inputs.visible_exact is not None
