@@ -4,14 +4,15 @@ Exit codes (documented in the README, each tested):
 
 ====  ==========================================================================
 0     ok (run: every self-check is 0, no bound was beaten, and the run did not diverge end to end;
-      check: identical)
+      check: identical, and with ``--key`` signature.json verifies)
 1     a self-check or a bound failed (run), or the directory does not re-derive (check; show and report:
       the certificate is not the one run.json and its recorded kernel outcomes give, e.g. a bound below
       its realized value: it is printed as NOT VERIFIED, never with its own verdict)
 5     run: the verdict is pass (every per-layer bound held) but the served next-token distribution
       diverged end to end: its largest TV exceeds ``--e2e-tv-tol`` (a reading, no bound covers it)
 2     usage error (bad option or combination, unknown model or codec, unwritable or existing output
-      without --force, --force on a directory that is not a witprobe run, a corrupt input file)
+      without --force, --force on a directory that is not a witprobe run, a corrupt input file, a
+      key file (``run --sign``, ``check --key``) that cannot be read)
 3     ``--coq required`` or ``--lean required`` and that kernel (or its library) is not available
 4     internal error
 130   interrupted (nothing half-written is left behind)
@@ -93,9 +94,14 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--force", action="store_true",
                    help="replace a run directory certify run wrote, removing only its unchanged files "
                         "(refused if anything else is there)")
+    r.add_argument("--sign", type=Path, default=None, metavar="KEY",
+                   help="sign run.json and certificate.json with this Ed25519 private key (kept outside --out; "
+                        "python -m witprobe.ledger keygen makes one): writes signature.json (docs/SIGNING.md)")
     r.add_argument("--quiet", action="store_true", help="no progress on stderr (third-party progress bars included)")
     c = sub.add_parser("check", help="re-derive a run directory's certificate from its run.json and compare")
     c.add_argument("dir", type=Path, help="a run directory written by certify run")
+    c.add_argument("--key", type=Path, default=None, metavar="PUB",
+                   help="also require signature.json to verify under this Ed25519 public key (docs/SIGNING.md)")
     s = sub.add_parser("show", help="print the per-layer table of a run directory")
     s.add_argument("dir", type=Path, help="a run directory (run.json and certificate.json)")
     s.add_argument("--format", choices=("table", "csv", "json"), default="table",
@@ -174,6 +180,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except (ValueError, ModelError) as e:
         raise UsageError(str(e)) from None
     out = args.out or default_out(args.model, args.codec)
+    signer = None
+    if args.sign is not None:
+        from witprobe.signing import check_outside, load_private
+
+        signer = load_private(args.sign)  # unreadable: exit 2 before any measurement
+        check_outside(args.sign, out)
     prepare_output(out, args.force)
     if args.lean == "required":
         missing = _lean_missing()
@@ -199,14 +211,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot meter this run: {e}") from None
     kernels = [k for k, m in (("Coq", args.coq), ("Lean", args.lean)) if m != "off"]
     progress.info("deriving claims, rendering theorems" + (f", checking with {' and '.join(kernels)}" if kernels else ""))
-    produced = write_run_dir(run, out, args.lean, force=args.force, coq_mode=args.coq)
+    produced = write_run_dir(run, out, args.lean, force=args.force, coq_mode=args.coq, signer=signer)
     cert = produced.certificate
     print_table(cert, sys.stdout)
     print_summary(cert, sys.stdout)
     print(f"wrote {out}/run.json, {out}/certificate.json"
           + (f", {out}/obligations/run.v" if produced.coq_text else "")
           + (f", {out}/obligations/run_real.lean" if produced.lean_real_text else "")
-          + (f", {out}/obligations/run.lean" if produced.lean_text else ""))
+          + (f", {out}/obligations/run.lean" if produced.lean_text else "")
+          + (f", {out}/signature.json (key {signer.key_id[:16]})" if signer is not None else ""))
     if args.lean == "required" and (any(o["status"] != "kernel_checked" for o in cert["obligations"])
                                     or cert["summary"]["lean"]["kernel_checked"] < cert["summary"]["lean"]["theorems"]):
         return EXIT_FAIL
@@ -244,11 +257,26 @@ def _coq_missing() -> str:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from witprobe.certify.check import check_dir
+    from witprobe.certify import check
+    from witprobe.certify.signature import SIGNATURE_FILE, check_signature
 
+    key = None
+    if args.key is not None:
+        from witprobe.signing import load_public
+
+        key = load_public(args.key)  # unreadable: exit 2 before any work
     if not args.dir.is_dir():
         raise UsageError(f"{args.dir} is not a directory")
-    res = check_dir(args.dir)
+    res = check.check_dir(args.dir)
+    if key is not None:
+        sig_problems = check_signature(args.dir, key)
+        res.problems.extend(sig_problems)
+        if not sig_problems:
+            res.notes.append(f"{SIGNATURE_FILE} verifies under key {key.key_id[:16]}...: the key's holder signed "
+                             "run.json and certificate.json (not a proof that the measurement is true)")
+    elif (args.dir / SIGNATURE_FILE).is_file():
+        res.notes.append(f"{SIGNATURE_FILE} was not checked (pass --key PUB): without it, nothing says who "
+                         "produced these files")
     for n in res.notes:
         print(terminal_safe(f"note: {n}"))
     for p in res.problems:

@@ -14,11 +14,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from witprobe.certify.certificate import OBLIGATIONS_FILE, assemble, canonical_json, sha256_text
 from witprobe.certify.derive import Derivation, as_run, derive
 from witprobe.certify.run_record import RunRecord
+from witprobe.certify.signature import SIGNATURE_FILE, sign_run_dir
 from witprobe.certify.kernels import KernelOutcomes, coq_check, lean_check, lean_real_check
 from witprobe.cliutil import InputError, check_json_value, check_writable, read_json
 from witprobe.formal.render import render_run
@@ -26,11 +27,15 @@ from witprobe.formal.render_coq import COQ_FILE, render_coq
 from witprobe.formal.render_lean_real import LEAN_REAL_FILE, render_lean_real
 from witprobe.safe_output import MANIFEST, check_replaceable, hold, new_output_dir
 
+if TYPE_CHECKING:
+    from witprobe.signing import SigningKey
+
 
 REPORT_FILE = "report.html"
 """The page ``certify report DIR`` writes into a run directory by default (derived from its records)."""
-RUN_FILES = ("run.json", "certificate.json", COQ_FILE, LEAN_REAL_FILE, OBLIGATIONS_FILE, REPORT_FILE)
-"""Every file a run writes, relative to the run directory (with the report ``certify report`` adds)."""
+RUN_FILES = ("run.json", "certificate.json", COQ_FILE, LEAN_REAL_FILE, OBLIGATIONS_FILE, REPORT_FILE, SIGNATURE_FILE)
+"""Every file a run writes, relative to the run directory (with the report ``certify report`` adds,
+and ``signature.json`` when ``certify run --sign`` signs it)."""
 RUN_SUBDIRS = tuple(sorted({str(Path(f).parent) for f in RUN_FILES} - {"."}))
 RUN_SCHEMA_PREFIX = "witprobe-run/"
 RUN_TOOL = "witprobe.certify run"
@@ -139,8 +144,12 @@ def prepare_output(out: Path, force: bool) -> None:
 
 
 def write_run_dir(run: RunRecord | dict[str, Any], out: Path, lean_mode: str, force: bool = False,
-                  coq_mode: str = "auto") -> Produced:
-    """Produce the run directory atomically at ``out`` (:func:`witprobe.safe_output.new_output_dir`)."""
+                  coq_mode: str = "auto", signer: SigningKey | None = None) -> Produced:
+    """Produce the run directory atomically at ``out`` (:func:`witprobe.safe_output.new_output_dir`);
+    with ``signer``, ``signature.json`` too (:mod:`witprobe.certify.signature`), listed in the
+    directory's manifest like every other file the run wrote."""
     with new_output_dir(out, RUN_TOOL, force) as tmp:
         produced = produce(run, lean_mode, tmp, coq_mode=coq_mode)
+        if signer is not None:
+            sign_run_dir(tmp, signer)
     return produced

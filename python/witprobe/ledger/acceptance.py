@@ -4,7 +4,11 @@ The hash-chained journal is the primary record; per-rank JSON summaries are cach
 re-derives each criterion from the journal (:mod:`witprobe.ledger.derive`) and compares every
 summary it finds with the journal-derived values: any disagreement fails ``summaries_match_journal``
 and no summary value enters any other criterion. Editing a summary therefore cannot turn a
-failing run into a pass; editing the journal breaks its hash chain (``journal_verified``).
+failing run into a pass; editing the journal breaks its hash chain (``journal_verified``). A hash
+chain can be recomputed by whoever edits the journal (re-chained): only with a public key
+(``run_gate(d, key=...)``, ``gate --key``) does ``journal_verified`` also require each journal to
+end with a head signed by the writer's key; without one the gate lists ``journal_signature`` under
+``not_evaluated`` and says so.
 
 Python API (what a serving attachment calls)::
 
@@ -56,11 +60,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from witprobe.ledger.accounts import WRITE_KEYS
 from witprobe.ledger.derive import DeriveError, RankDerived, compare_summary, derive_rank
+from witprobe.ledger.journal import UNSIGNED_NOTE
 from witprobe.ledger.replica import COUPLING_FILE
+
+if TYPE_CHECKING:
+    from witprobe.signing import VerifyKey
 
 GATE_FILE = "gate.json"
 MANIFEST_FILE = "manifest.json"
@@ -157,17 +165,18 @@ def _load_json(p: Path, problems: list[str]) -> Any:
         return None
 
 
-def _derive(p: Path, problems: list[str]) -> RankDerived | None:
+def _derive(p: Path, problems: list[str], key: VerifyKey | None = None) -> RankDerived | None:
     try:
-        return derive_rank(p)
+        return derive_rank(p, key)
     except (DeriveError, OSError, ValueError) as e:
         problems.append(f"{p.name}: {e}")
         return None
 
 
 def evaluate_journal(path: Path | str, expected: Expected | None = None,
-                     summaries: Mapping[int, Any] | None = None) -> GateVerdict:
-    """Decide every criterion from the journal(s) at ``path`` (see the module docstring)."""
+                     summaries: Mapping[int, Any] | None = None, key: VerifyKey | None = None) -> GateVerdict:
+    """Decide every criterion from the journal(s) at ``path`` (see the module docstring); with
+    ``key``, ``journal_verified`` also requires every journal to end with a head signed by it."""
     p = Path(path)
     problems: list[str] = []
     journals: dict[int, Path] = {}
@@ -203,7 +212,7 @@ def evaluate_journal(path: Path | str, expected: Expected | None = None,
         problems.append(f"{p}: no such run directory or journal")
     ranks: dict[int, RankDerived] = {}
     for r, jp in journals.items():
-        d = _derive(jp, problems)
+        d = _derive(jp, problems, key)
         if d is not None:
             if p.is_file() and isinstance(d.rank, int):
                 ranks[d.rank] = d
@@ -214,6 +223,8 @@ def evaluate_journal(path: Path | str, expected: Expected | None = None,
     C: dict[str, Criterion] = {}
     not_eval: dict[str, str] = {}
     _decide(C, not_eval, ranks, expected, coupling)
+    if key is None:
+        not_eval["journal_signature"] = UNSIGNED_NOTE
     C["summaries_match_journal"] = _summaries(ranks, snaps, orphans, set(journals))
     return GateVerdict(str(p), C, tuple(problems), not_eval)
 
@@ -324,7 +335,8 @@ def _decide(C: dict[str, Criterion], not_eval: dict[str, str], ranks: dict[int, 
     jv, ok_j, why_j = {}, bool(ranks), []
     for r, d in ranks.items():
         v = d.verified
-        jv[r] = {"ok": v.ok, "records": v.n_records, "first_bad": v.first_bad, "closed": v.closed}
+        jv[r] = {"ok": v.ok, "records": v.n_records, "first_bad": v.first_bad, "closed": v.closed,
+                 "signature_checked": bool(v.signature.get("checked"))}
         if not (v.ok and v.closed):
             ok_j = False
             why_j.append(f"rank {r}: " + (v.reason if not v.ok else "unclosed (no close record)"))
@@ -408,14 +420,15 @@ def evaluate(d: Path) -> GateVerdict:
     return evaluate_journal(d)
 
 
-def run_gate(d: Path, write: bool = True) -> GateVerdict:
-    """Evaluate run directory ``d`` and write ``gate.json`` there (:func:`witprobe.safe_output.write_into`:
-    atomically, recorded in ``d``'s manifest, and never over a file witprobe did not write)."""
+def run_gate(d: Path, write: bool = True, key: VerifyKey | None = None) -> GateVerdict:
+    """Evaluate run directory ``d`` (with ``key``: signed journal heads required) and write
+    ``gate.json`` there (:func:`witprobe.safe_output.write_into`: atomically, recorded in ``d``'s
+    manifest, and never over a file witprobe did not write)."""
     from witprobe.safe_output import check_into, write_into
 
     if write:
         check_into(d, [GATE_FILE])
-    rep = evaluate_journal(d)
+    rep = evaluate_journal(d, key=key)
     if write:
         write_into(d, GATE_FILE, json.dumps(rep.as_dict(), indent=1, sort_keys=False, default=str) + "\n",
                    "witprobe.ledger gate")

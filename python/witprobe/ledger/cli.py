@@ -1,4 +1,4 @@
-"""Command line: ``python -m witprobe.ledger {simulate,gate,verify,replay,record,reads,live}``.
+"""Command line: ``python -m witprobe.ledger {simulate,gate,verify,keygen,replay,record,reads,live}``.
 
 Exit codes:
 
@@ -20,6 +20,13 @@ output fails at once (exit 2). ``--out FILE`` (``replay``, ``reads``, ``sentinel
 replaces an existing file without ``--force``.
 ``verify`` exits 0 only for a valid, closed journal; a valid journal without its ``close`` record
 (the writer did not shut down) is reported as ``unclosed`` with exit 1.
+
+Signing (docs/SIGNING.md): ``keygen --out DIR`` writes an Ed25519 key pair (never over an existing
+key); ``simulate --sign KEY`` and ``live --sign KEY`` append signed heads to the journals;
+``verify --key PUB`` and ``gate --key PUB`` then require them (a re-chained journal fails), and
+``verify --expect-head HEAD`` compares the journal with a head a client holds (truncation,
+re-chaining). Without ``--key``, ``verify`` and ``gate`` say that the journal is only hash-chained.
+A key file that cannot be read is a usage error (exit 2).
 """
 
 from __future__ import annotations
@@ -89,11 +96,24 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0, help="scheduler seed (default: %(default)s)")
     s.add_argument("--fault", choices=FAULTS, default="none", help="inject a fault the gate must catch (default: none)")
     s.add_argument("--force", action="store_true", help="replace a run simulate wrote (only its unchanged files)")
+    s.add_argument("--sign", type=Path, default=None, metavar="KEY",
+                   help="sign each journal's head with this Ed25519 private key (kept outside --out; see keygen)")
     s.add_argument("--quiet", action="store_true")
     g = sub.add_parser("gate", help="decide the twelve criteria of a run directory (JSON on stdout, exit code = verdict)")
     g.add_argument("dir", type=Path)
+    g.add_argument("--key", type=Path, default=None, metavar="PUB",
+                   help="require every journal to end with a head signed by this public key")
     v = sub.add_parser("verify", help="verify a journal: chain, hashes, ledger arithmetic; names the first bad record")
     v.add_argument("journal", type=Path)
+    v.add_argument("--key", type=Path, default=None, metavar="PUB",
+                   help="require valid signed heads under this Ed25519 public key (without it the journal is only "
+                        "hash-chained: anyone who can write it can re-chain it)")
+    v.add_argument("--expect-head", default=None, metavar="HEAD",
+                   help="a head a client holds: a JSON file (a signed head, or the server's journal_head) or N:HASH; "
+                        "the journal must hold record N with that hash (catches truncation and re-chaining)")
+    kg = sub.add_parser("keygen", help="write an Ed25519 key pair for signing journals and runs (never over a key)")
+    kg.add_argument("--out", type=Path, required=True,
+                    help="directory for witprobe-signing.key (0600) and witprobe-signing.pub; keep it outside outputs")
     r = sub.add_parser("replay", help="replay an entry-read Parquet trace with a threshold sweep")
     r.add_argument("trace", type=Path)
     r.add_argument("--thresholds", type=lambda t: tuple(float(x) for x in t.split(",")), default=THRESHOLDS)
@@ -138,7 +158,13 @@ def _cmd_simulate(a: argparse.Namespace) -> int:
 
     cfg = SimConfig(trace=a.trace, accounts=a.accounts, workers=a.workers, ranks=a.ranks, nonce=a.nonce,
                     delta_req=a.delta_req, auth_thr=a.auth_thr, read_thr=a.read_thr or dict(a.auth_thr),
-                    decode_steps=a.decode_steps, max_rows=a.max_rows, fault=a.fault, seed=a.seed)
+                    decode_steps=a.decode_steps, max_rows=a.max_rows, fault=a.fault, seed=a.seed,
+                    sign_key=a.sign.absolute() if a.sign else None)
+    if a.sign is not None:
+        from witprobe.signing import check_outside, load_private
+
+        load_private(a.sign)  # unreadable: exit 2 before any work
+        check_outside(a.sign, a.out)
     try:
         cfg.validate()
         if not 0 < cfg.delta_req <= 1:
@@ -155,9 +181,18 @@ def _cmd_simulate(a: argparse.Namespace) -> int:
             run_rank(cfg, tmp, 0, progress=not a.quiet)
         else:
             run_replicas(cfg, tmp, progress=not a.quiet)
-    rep = run_gate(out)
+    rep = run_gate(out, key=_public_key(a.sign))
     print(json.dumps(rep.as_dict(), indent=1, default=str))
     return EXIT_OK if rep.passed else EXIT_FAIL
+
+
+def _public_key(path: Path | None):  # noqa: ANN202 - VerifyKey | None, imported lazily
+    """The public key in ``path`` (a private key file gives its public half); None without one."""
+    if path is None:
+        return None
+    from witprobe.signing import load_public
+
+    return load_public(path)
 
 
 def _cmd_campaign(a: argparse.Namespace) -> int:
@@ -238,9 +273,10 @@ def _cmd_gate(a: argparse.Namespace) -> int:
     if not a.dir.is_dir():
         print(f"error: {a.dir} is not a directory", file=sys.stderr)
         return EXIT_USAGE
+    key = _public_key(a.key)
     if (a.dir / "manifest.json").is_file():  # present but unreadable is bad input (exit 2); absent is a gate fail
         read_json_object(a.dir / "manifest.json")
-    rep = run_gate(a.dir)
+    rep = run_gate(a.dir, key=key)
     print(json.dumps(rep.as_dict(), indent=1, default=str))
     return EXIT_OK if rep.passed else EXIT_FAIL
 
@@ -250,17 +286,24 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 def _cmd_verify(a: argparse.Namespace) -> int:
     from witprobe.ledger.journal import verify
+    from witprobe.ledger.signed_head import parse_expected
 
+    key = _public_key(a.key)
+    expect = parse_expected(a.expect_head) if a.expect_head is not None else None
     if not a.journal.is_file():
         print(f"error: {a.journal}: no such file", file=sys.stderr)
         return EXIT_USAGE
     with open(a.journal, "rb") as f:
         if f.read(len(_SQLITE_MAGIC)) != _SQLITE_MAGIC:  # not a journal at all: bad input, not a bad record
             raise InputError(a.journal, "", "not a witprobe journal (no SQLite header)")
-    res = verify(a.journal)
+    res = verify(a.journal, key=key, expect=expect)
     print(json.dumps(res.as_dict(), indent=1))
+    if key is None and res.status != "bad":
+        print("verify: note: the journal is only hash-chained: anyone who can write it can re-chain it "
+              "(pass --key PUB to require signed heads)", file=sys.stderr)
     if res.status == "ok":
-        print(f"verify: ok ({res.n_records} records, head {res.head[:16]})", file=sys.stderr)
+        signed = f", signed heads verified under key {key.key_id[:16]}" if key is not None else ""
+        print(f"verify: ok ({res.n_records} records, head {res.head[:16]}{signed})", file=sys.stderr)
         return EXIT_OK
     if res.status == "unclosed":
         print(f"verify: unclosed ({res.n_records} records valid, no close record: the writer did not shut down)",
@@ -268,6 +311,16 @@ def _cmd_verify(a: argparse.Namespace) -> int:
         return EXIT_FAIL
     print(f"verify: first bad record {res.first_bad}: {res.reason}", file=sys.stderr)
     return EXIT_FAIL
+
+
+def _cmd_keygen(a: argparse.Namespace) -> int:
+    from witprobe.signing import generate, load_public
+
+    priv, pub = generate(a.out)
+    print(json.dumps({"private_key": str(priv), "public_key": str(pub), "key_id": load_public(pub).key_id}))
+    print(f"keygen: keep {priv} secret and outside every output directory; give {pub} to whoever verifies",
+          file=sys.stderr)
+    return EXIT_OK
 
 
 def _cmd_replay(a: argparse.Namespace) -> int:
@@ -324,5 +377,5 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     handler = {"simulate": _cmd_simulate, "gate": _cmd_gate, "verify": _cmd_verify, "replay": _cmd_replay,
                "record": _cmd_record, "reads": _cmd_reads, "live": _cmd_live,
-               "sentinel": _cmd_sentinel, "campaign": _cmd_campaign}[args.command]
+               "sentinel": _cmd_sentinel, "campaign": _cmd_campaign, "keygen": _cmd_keygen}[args.command]
     return run_handler(handler, args, "witprobe.ledger")

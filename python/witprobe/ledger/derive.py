@@ -34,12 +34,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from witprobe.calculus.rounding import fraction_text
 from witprobe.ledger.eprocess import EProcess, FactorSummary
 from witprobe.ledger.journal import VerifyResult, connect, parse_body, verify
 from witprobe.ledger.slots import ReadTally
+
+if TYPE_CHECKING:
+    from witprobe.signing import VerifyKey
 
 _TALLY = tuple(f.name for f in fields(ReadTally))
 
@@ -128,14 +131,14 @@ def _rows(path: Path):
         db.close()
 
 
-def derive_rank(path: Path | str) -> RankDerived:
-    """Verify ``path`` and fold its records (see the module docstring).
+def derive_rank(path: Path | str, key: VerifyKey | None = None) -> RankDerived:
+    """Verify ``path`` (with ``key``: its signed heads too) and fold its records (see the module docstring).
 
     Raises :class:`DeriveError` when a record the ledger needs lacks a field. When verification
     fails, only the verified prefix is folded (``verified.first_bad`` says where it stopped).
     """
     p = Path(path)
-    res = verify(p)
+    res = verify(p, key=key)
     out = RankDerived(path=p, verified=res)
     if res.n_records == 0:
         return out

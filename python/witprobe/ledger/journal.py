@@ -20,6 +20,15 @@ hash; a flipped byte in SQLite's own structures makes the database unreadable, w
 as such. A journal without a ``close`` record was not shut down cleanly (a crash): it is still
 valid up to its last committed record, and ``verify`` says so.
 
+A hash chain is evidence only against someone who cannot write the file: anyone who can may edit a
+record and recompute every hash after it. A journal opened with a signing key
+(:class:`~witprobe.signing.SigningKey`) also carries ``signed_head`` records
+(:mod:`witprobe.ledger.signed_head`), one after ``close`` and one per :meth:`Journal.checkpoint`;
+``verify(path, key=...)`` then requires each to verify under the public key and the journal to end
+with one, and ``verify(path, expect=...)`` compares the journal with a head a client holds
+(truncation, re-chaining). Without a key, ``verify`` checks the signed heads against the chain only
+and says that the journal is only hash-chained.
+
 This module imports no torch, so a writer process can start in milliseconds.
 """
 
@@ -34,7 +43,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from witprobe.cliutil import InputError
+from witprobe.ledger.signed_head import RECORD_KIND as SIGNED_HEAD, SignedHead, from_json, sign_head
+
+if TYPE_CHECKING:
+    from witprobe.signing import SigningKey, VerifyKey
 
 FORMAT = "witprobe-ledger-journal/1"
 GENESIS = "0" * 64
@@ -70,7 +85,7 @@ def connect(path: Path | str, *, readonly: bool = False, **kwargs: Any) -> sqlit
 def parse_body(body: str, path: Path | str, seq: Any) -> dict[str, Any]:
     """A record body: a JSON object within the readers' limits (:func:`witprobe.cliutil.loads_bounded`);
     :class:`witprobe.cliutil.InputError` naming the journal and the record otherwise."""
-    from witprobe.cliutil import InputError, loads_bounded
+    from witprobe.cliutil import loads_bounded
 
     v = loads_bounded(body, path, f"record {seq}")
     if not isinstance(v, dict):
@@ -92,13 +107,19 @@ def record_hash(seq: int, kind: str, body: str, prev: str) -> str:
 
 
 class Journal:
-    """Append-only hash-chained journal. Thread-safe: appends are serialized by one lock."""
+    """Append-only hash-chained journal. Thread-safe: appends are serialized by one lock.
 
-    def __init__(self, path: Path | str, *, synchronous: str = "NORMAL", header: dict[str, Any] | None = None) -> None:
+    With ``signer``, :meth:`close` appends a signed head of the whole journal after the ``close``
+    record, :meth:`checkpoint` appends one on demand, and :meth:`signed_head` signs the current
+    head for a client (module docstring)."""
+
+    def __init__(self, path: Path | str, *, synchronous: str = "NORMAL", header: dict[str, Any] | None = None,
+                 signer: SigningKey | None = None) -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise JournalError(f"synchronous must be NORMAL or FULL, got {synchronous!r}")
         self.path = Path(path)
-        self._lock = threading.Lock()
+        self.signer = signer
+        self._lock = threading.RLock()
         try:
             self._db = connect(self.path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -146,11 +167,29 @@ class Journal:
             self._seq, self._head = seq, head
         return [r[0] for r in rows]
 
+    def signed_head(self) -> SignedHead | None:
+        """The last committed record's ``(seq, hash)`` signed now (None without a signer)."""
+        if self.signer is None:
+            return None
+        seq, head = self.head
+        return sign_head(self.signer, seq, head)
+
+    def checkpoint(self) -> int | None:
+        """Append a ``signed_head`` record signing every record before it; returns its seq
+        (None without a signer)."""
+        if self.signer is None:
+            return None
+        with self._lock:  # no append may slip between the head signed and the record that carries it
+            seq, head = self.head
+            return self.append(SIGNED_HEAD, sign_head(self.signer, seq, head).as_dict())
+
     def close(self, summary: dict[str, Any] | None = None) -> None:
-        """Append the ``close`` record, checkpoint the WAL into the database file, and close."""
+        """Append the ``close`` record (and, with a signer, the signed head after it), checkpoint
+        the WAL into the database file, and close."""
         if self.closed:
             return
         self.append("close", summary or {})
+        self.checkpoint()
         with self._lock:
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._db.close()
@@ -169,6 +208,7 @@ class VerifyResult:
     closed: bool = False
     notes: list[str] = field(default_factory=list)
     totals: dict[str, Any] = field(default_factory=dict)
+    signature: dict[str, Any] = field(default_factory=dict)
 
     @property
     def status(self) -> str:
@@ -181,6 +221,7 @@ class VerifyResult:
             "ok": self.status == "ok",
             "valid": self.ok, "n_records": self.n_records, "first_bad": self.first_bad, "reason": self.reason,
             "head": self.head, "closed": self.closed, "notes": self.notes, "totals": self.totals,
+            "signature": self.signature,
         }
 
 
@@ -260,31 +301,45 @@ def _frac(text: str) -> Fraction:
     return Fraction(int(num), int(den or 1))
 
 
-def verify(path: Path | str) -> VerifyResult:
-    """Check the chain, hashes, seq continuity, canonical bodies and ledger arithmetic."""
+UNSIGNED_NOTE = ("hash-chained only: anyone who can write the journal can edit a record and re-chain every hash "
+                 "after it; pass a public key (--key) to require signed heads")
+
+
+def verify(path: Path | str, key: VerifyKey | None = None, expect: SignedHead | None = None) -> VerifyResult:
+    """Check the chain, hashes, seq continuity, canonical bodies and ledger arithmetic; every
+    ``signed_head`` record against the chain; with ``key`` every signed head's signature and that
+    the journal ends with one; with ``expect`` that record ``expect.n_records`` exists and has
+    hash ``expect.head`` (and, with ``key``, that ``expect`` is signed by it)."""
     p = Path(path)
     if not p.is_file():
         return VerifyResult(ok=False, reason=f"{p}: no such journal file")
     res = VerifyResult(ok=True)
     sem = _Semantics()
+    heads = _Heads(key, expect)
     try:
         db = connect(p, readonly=True)
         try:
             cur = db.execute("SELECT seq, kind, body, prev, hash FROM journal ORDER BY seq")
-            prev_hash, expect = GENESIS, 1
+            prev_hash, due = GENESIS, 1
             for seq, kind, body, prev, h in cur:
-                bad = _check_record(seq, kind, body, prev, h, expect, prev_hash, p)
+                bad = _check_record(seq, kind, body, prev, h, due, prev_hash, p)
                 if bad is None:
                     try:
-                        bad = sem.check(kind, parse_body(body, p, seq))
+                        parsed = parse_body(body, p, seq)
+                        bad = sem.check(kind, parsed)
+                        if bad is None and kind == SIGNED_HEAD:
+                            bad = heads.record(seq, prev, parsed, p)
                     except (ValueError, KeyError, TypeError, ZeroDivisionError, OverflowError) as e:
                         bad = f"record body does not parse as a ledger record: {e}"
+                    except InputError as e:
+                        bad = f"signed head: {e.problem}"
                 if bad is not None:
                     res.ok, res.first_bad, res.reason = False, seq, bad
                     return res
+                heads.seen(seq, h)
                 res.n_records = seq
-                res.closed = kind == "close"
-                prev_hash, expect = h, seq + 1
+                res.closed = kind == "close" or (kind == SIGNED_HEAD and res.closed)
+                prev_hash, due = h, seq + 1
             res.head = prev_hash
         finally:
             db.close()
@@ -295,11 +350,83 @@ def verify(path: Path | str) -> VerifyResult:
         return res
     if res.n_records == 0:
         res.ok, res.reason = False, "empty journal (no open record)"
-    elif not res.closed:
+        return res
+    heads.finish(res)
+    if not res.ok:
+        return res
+    if not res.closed:
         res.notes.append("no close record: the writer did not shut down cleanly; valid up to the last committed record")
     res.totals = {"write_events": sem.n_events, "accounts": len(sem.counter),
                   "spent": {a: f"{s.numerator}/{s.denominator}" for a, s in sorted(sem.spent.items())}}
     return res
+
+
+class _Heads:
+    """The signed-head checks of :func:`verify` (module docstring of :mod:`witprobe.ledger.signed_head`)."""
+
+    def __init__(self, key: VerifyKey | None, expect: SignedHead | None) -> None:
+        self.key, self.expect = key, expect
+        self.n_signed = 0
+        self.last_signed = 0  # seq of the last signed_head record
+        self.covered = 0  # records covered by it
+        self.last_seq = 0
+        self.expect_hash: str | None = None
+
+    def record(self, seq: int, prev: str, body: dict[str, Any], path: Path) -> str | None:
+        sh = from_json(body, path, f"record {seq}")
+        if not sh.signed:
+            return "a signed_head record without a signature"
+        if sh.n_records != seq - 1 or sh.head != prev:
+            return f"the signed head names record {sh.n_records} and not the record before it ({seq - 1}, hash {prev[:16]})"
+        if self.key is not None:
+            why = sh.signature_problem(self.key)
+            if why is not None:
+                return f"signed head: {why}"
+        self.n_signed += 1
+        self.last_signed, self.covered = seq, sh.n_records
+        return None
+
+    def seen(self, seq: int, h: str) -> None:
+        self.last_seq = seq
+        if self.expect is not None and seq == self.expect.n_records:
+            self.expect_hash = h
+
+    def finish(self, res: VerifyResult) -> None:
+        """Decide what the whole journal needs: signature coverage (with a key) and the expected head."""
+        sig: dict[str, Any] = {"checked": self.key is not None, "signed_heads": self.n_signed}
+        if self.key is None:
+            sig["note"] = UNSIGNED_NOTE
+            res.notes.append(UNSIGNED_NOTE)
+        else:
+            sig["key_id"] = self.key.key_id
+            sig["covered_records"] = self.covered
+            if self.n_signed == 0:
+                res.ok, res.first_bad = False, 1
+                res.reason = "no signed head: the journal was not written with a signing key (or its signed heads were removed)"
+            elif self.last_signed != self.last_seq:
+                res.ok, res.first_bad = False, self.last_signed + 1
+                res.reason = (f"records {self.last_signed + 1} to {self.last_seq} follow the last signed head "
+                              "(appended without the key, or the writer stopped before signing)")
+        res.signature = sig
+        e = self.expect
+        if e is None or not res.ok:
+            return
+        sig["expected_head"] = {"n_records": e.n_records, "head": e.head, "signed": e.signed}
+        if self.expect_hash is None:
+            res.ok, res.first_bad = False, self.last_seq + 1
+            res.reason = (f"truncated: the journal has {self.last_seq} records, shorter than the head a client holds "
+                          f"({e.n_records} records)")
+        elif self.expect_hash != e.head:
+            res.ok, res.first_bad = False, e.n_records
+            res.reason = (f"re-chained: record {e.n_records} has hash {self.expect_hash[:16]}..., the head a client holds "
+                          f"says {e.head[:16]}...")
+        elif e.signed and self.key is not None:
+            why = e.signature_problem(self.key)
+            if why is not None:
+                res.ok, res.first_bad = False, e.n_records
+                res.reason = f"the head a client holds: {why}"
+        elif e.signed:
+            res.notes.append("the head a client holds is signed, and its signature was not checked (no --key)")
 
 
 def _check_record(seq: Any, kind: Any, body: Any, prev: Any, h: Any, expect: int, prev_hash: str,
@@ -312,8 +439,6 @@ def _check_record(seq: Any, kind: Any, body: Any, prev: Any, h: Any, expect: int
         return "prev does not equal the hash of the previous record (broken chain)"
     if record_hash(seq, kind, body, prev) != h:
         return "hash does not match the record's content (the record was altered)"
-    from witprobe.cliutil import InputError
-
     try:
         if canonical(parse_body(body, path, seq)) != body:
             return "body is not canonical JSON"

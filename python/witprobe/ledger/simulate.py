@@ -81,6 +81,7 @@ class SimConfig:
     synchronous: str = "NORMAL"
     max_active: int = 0  # requests in flight at once (0: all admitted together); admission in order
     pool_extra_tokens: int = 0  # pool capacity beyond the users' need; warmup fills only the base capacity
+    sign_key: Path | None = None  # Ed25519 private key: each journal ends with a signed head (never recorded)
 
     def validate(self) -> None:
         if self.fault not in FAULTS:
@@ -105,6 +106,7 @@ class SimConfig:
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        del d["sign_key"]  # where the private key lives is no part of the run's record
         d["trace"] = str(self.trace)
         d["delta_req"] = fraction_text(self.delta_req)
         return d
@@ -211,7 +213,12 @@ class Engine:
                                               bands=cfg.bands, kernel_extra_drop=1 if cfg.fault == "sr-coarse" else 0))
             for fam in FAMILIES
         }
-        self.journal = Journal(out / f"journal.rank{rank}.sqlite", synchronous=cfg.synchronous, header={
+        signer = None
+        if cfg.sign_key is not None:
+            from witprobe.signing import load_private
+
+            signer = load_private(cfg.sign_key)
+        self.journal = Journal(out / f"journal.rank{rank}.sqlite", synchronous=cfg.synchronous, signer=signer, header={
             "delta_req": fraction_text(cfg.delta_req), "rank": rank, "nonce": cfg.nonce, "config": cfg.as_dict(),
             "eprocess": {"kappa": KAPPA, "delta_e": DELTA_E}})
         self.pool: PagedPool | None = None

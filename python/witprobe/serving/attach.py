@@ -123,7 +123,7 @@ class _Saved:
 class LiveLedger:
     """The ledger attached to one engine (see the module docstring). Create with :func:`attach`."""
 
-    def __init__(self, manager: Any, cfg: LiveConfig, journal_path: Path | str) -> None:
+    def __init__(self, manager: Any, cfg: LiveConfig, journal_path: Path | str, signer: Any = None) -> None:
         self.cfg = cfg
         self.manager = manager
         bp = manager.batch_processor
@@ -175,7 +175,7 @@ class LiveLedger:
         self.pending: list[tuple[str, dict[str, Any]]] = []
         self.plan: BatchPlan | None = None
         self.alarms: set[str] = set()
-        self.journal = Journal(journal_path, synchronous=cfg.synchronous, header={
+        self.journal = Journal(journal_path, synchronous=cfg.synchronous, signer=signer, header={
             "delta_req": fraction_text(cfg.delta_req), "nonce": cfg.nonce, "config": cfg.as_dict(), "source": "witprobe.serving",
             "engine": {"page_size": self.page_size, "layers": len(self.layers), "kv_heads": self.heads, "head_dim": self.dim,
                        "blocks": self.n_blocks, "max_batch_tokens": int(self.cache.max_batch_tokens)},
@@ -522,12 +522,14 @@ class LiveLedger:
 
 
 def attach(manager_or_model: Any, cfg: LiveConfig | None = None, *, journal: Path | str, generation_config: Any = None,
-           continuous_batching_config: Any = None) -> LiveLedger:
+           continuous_batching_config: Any = None, signer: Any = None) -> LiveLedger:
     """Attach the ledger to a ``ContinuousBatchingManager`` (or to a model: its manager is created with
     ``model.init_continuous_batching`` and cached on the model, so ``model.generate_batch`` uses it).
 
     The manager must not be running; its batch processor (and paged cache) is created with the
-    public ``manager.warmup()`` if it does not exist yet. Returns the :class:`LiveLedger`.
+    public ``manager.warmup()`` if it does not exist yet. With ``signer`` (a
+    :class:`witprobe.signing.SigningKey`) the journal is signed (:class:`~witprobe.ledger.journal.Journal`).
+    Returns the :class:`LiveLedger`.
     """
     cfg = cfg or LiveConfig()
     manager = manager_or_model
@@ -544,7 +546,7 @@ def attach(manager_or_model: Any, cfg: LiveConfig | None = None, *, journal: Pat
         raise AttachError("a ledger is already attached to this manager")
     if manager.batch_processor is None:
         manager.warmup()
-    led = LiveLedger(manager, cfg, journal)
+    led = LiveLedger(manager, cfg, journal, signer)
     led.install()
     manager._witprobe_ledger = led
     return led

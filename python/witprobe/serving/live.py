@@ -13,6 +13,11 @@
 5. ``POST /shutdown`` (the server closes its journal) and wait for the child (killed if it hangs);
 6. evaluate the gate from the journal (:mod:`witprobe.serving.live_gate`), plus ``clients_served``
    (every request answered 200), store ``gate.json``, print it; exit 0 pass, 1 fail.
+
+With ``--sign KEY`` (an Ed25519 private key outside ``--out``; ``ledger keygen``) the server signs
+its journal's head after ``close`` and returns a signed head with every response (stored per
+request in ``clients.json``), and the gate requires the journal's signed head under the key's
+public half.
 """
 
 from __future__ import annotations
@@ -50,6 +55,8 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--request-timeout", type=float, default=600.0, help="seconds per request (default: %(default)s)")
     s.add_argument("--start-timeout", type=float, default=300.0, help="seconds for the server to get ready (default: %(default)s)")
     s.add_argument("--force", action="store_true", help="replace the files of an earlier live run in --out")
+    s.add_argument("--sign", type=Path, default=None, metavar="KEY",
+                   help="Ed25519 private key (outside --out): sign the journal's head and return a signed head with each response")
     s.add_argument("--quiet", action="store_true")
 
 
@@ -134,8 +141,9 @@ def drive(port: int, n: int, concurrency: int, max_new_tokens: int, request_time
         t0 = time.perf_counter()
         code, body = _post(url, {"request_id": f"req-{i}", "prompt": PROMPTS[i % len(PROMPTS)], "max_new_tokens": max_new_tokens},
                            min(request_timeout, left))
+        head = body.get("journal_head")
         return {"request_id": f"req-{i}", "status": code, "latency_s": time.perf_counter() - t0,
-                "n_tokens": len(body.get("tokens") or []), "journal_head": body.get("journal_head"),
+                "n_tokens": len(body.get("tokens") or []), "journal_head": head,
                 "verdict_ok": (body.get("verdict") or {}).get("ok"), "error": body.get("error")}
 
     with cf.ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="witprobe-client") as ex:
@@ -152,16 +160,22 @@ def run(a: argparse.Namespace) -> int:
         print(f"error: {why}", file=sys.stderr)
         return EXIT_USAGE
     out = Path(os.path.abspath(a.out))
+    key = None
+    if a.sign is not None:
+        from witprobe.signing import check_outside, load_private
+
+        key = load_private(a.sign).verify_key  # unreadable: exit 2 before anything is written
+        check_outside(a.sign, out)
     safe_output.hold(out)  # one writer on --out until the gate is written
     safe_output.check_replaceable(out, a.force, LIVE_TOOL)
     with safe_output.new_output_dir(out, LIVE_TOOL, a.force) as tmp:
         rids = [f"req-{i}" for i in range(a.requests)]
         _write(tmp / "manifest.json", json.dumps({
             "tool": "witprobe.ledger live", "expected": {"user_requests": rids},
-            "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items() if k not in ("handler",)},
+            "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items() if k not in ("handler", "sign")},
         }, indent=1, sort_keys=True) + "\n")
         extra = ["--fault", a.fault, "--max-new-tokens", str(a.max_new_tokens), "--num-blocks", str(a.num_blocks),
-                 "--max-batch-tokens", str(a.max_batch_tokens)]
+                 "--max-batch-tokens", str(a.max_batch_tokens)] + (["--sign", str(Path(a.sign).absolute())] if a.sign else [])
         clients: list[dict[str, Any]] = []
         t0 = time.perf_counter()
         try:
@@ -188,7 +202,7 @@ def run(a: argparse.Namespace) -> int:
                     proc.wait()
         wall = time.perf_counter() - t0
         _write(tmp / "clients.json", json.dumps(clients, indent=1) + "\n")
-    rep = run_gate(out, write=False)
+    rep = run_gate(out, write=False, key=key)
     bad = [c["request_id"] for c in clients if c["status"] != 200]
     ok_c = len(clients) == a.requests and not bad
     rep.criteria["clients_served"] = Criterion("clients_served", ok_c, {"answered_200": len(clients) - len(bad), "requests": a.requests, "failed": bad[:10]},

@@ -8,7 +8,9 @@ Criteria (name: what must hold, from which records):
 
 - ``journal_verified``: :func:`~witprobe.ledger.journal.verify` accepts the chain, hashes, seq and
   ledger arithmetic (every ``delta`` is ``delta_req/((k+1)(k+2))``, counters do not skip, every
-  ``account_close`` equals its account's records), and the journal is closed;
+  ``account_close`` equals its account's records), and the journal is closed; with a public key
+  (``live --sign``, ``evaluate(d, key)``) the journal must also end with a head signed by it
+  (a re-chained journal fails); without one, ``journal_signature`` is listed as not evaluated;
 - ``n_user_requests==N``: ``account_open`` records of kind user match the submitted ids one to
   one (a split identity, a missing or an unexpected account fails);
 - ``requests_completed``: every user account has its ``account_close``;
@@ -32,12 +34,15 @@ import json
 import math
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from witprobe.cliutil import InputError, read_json_object
 from witprobe.ledger.eprocess import DELTA_E
 from witprobe.ledger.acceptance import Criterion, GateVerdict
-from witprobe.ledger.journal import read_records, verify
+from witprobe.ledger.journal import UNSIGNED_NOTE, read_records, verify
+
+if TYPE_CHECKING:
+    from witprobe.signing import VerifyKey
 
 JOURNAL_FILE = "journal.sqlite"
 MANIFEST_FILE = "manifest.json"
@@ -56,7 +61,7 @@ def _zero(C: dict[str, Criterion], name: str, v: int | None, extra: dict[str, An
                         "reading missing" if v is None else ("" if v == 0 else f"{v} > 0"))
 
 
-def evaluate(d: Path) -> GateVerdict:
+def evaluate(d: Path, key: VerifyKey | None = None) -> GateVerdict:
     """Decide every criterion of the live run in directory ``d`` (see the module docstring)."""
     C: dict[str, Criterion] = {}
     problems: list[str] = []
@@ -67,8 +72,9 @@ def evaluate(d: Path) -> GateVerdict:
         problems.append(f"{MANIFEST_FILE}: {e.problem}")
     want = ((man or {}).get("expected") or {}).get("user_requests")
     jp = d / JOURNAL_FILE
-    res = verify(jp)
-    C["journal_verified"] = Criterion("journal_verified", res.ok and res.closed, {"records": res.n_records, "first_bad": res.first_bad, "closed": res.closed},
+    res = verify(jp, key=key)
+    C["journal_verified"] = Criterion("journal_verified", res.ok and res.closed, {"records": res.n_records, "first_bad": res.first_bad, "closed": res.closed,
+                                                                                  "signature_checked": key is not None},
                                       res.reason or ("" if res.closed else "no close record: the server did not shut down cleanly"))
     try:
         recs = read_records(jp) if jp.is_file() else []
@@ -174,7 +180,8 @@ def evaluate(d: Path) -> GateVerdict:
     unread = sorted(u for u in users if reads.get(u, {}).get("n_reads", 0) <= 0)
     C["read_checks_present"] = Criterion("read_checks_present", bool(users) and not unread, {"reads": tot["n_reads"], "unread_accounts": unread[:10]},
                                          "" if users and not unread else "an account was never read")
-    return GateVerdict(str(d), C, tuple(problems))
+    not_eval = {} if key is not None else {"journal_signature": UNSIGNED_NOTE}
+    return GateVerdict(str(d), C, tuple(problems), not_eval)
 
 
 def failing(rep: GateVerdict) -> list[str]:
@@ -182,14 +189,14 @@ def failing(rep: GateVerdict) -> list[str]:
     return [k for k, c in rep.criteria.items() if not c.ok]
 
 
-def run_gate(d: Path, write: bool = True) -> GateVerdict:
+def run_gate(d: Path, write: bool = True, key: VerifyKey | None = None) -> GateVerdict:
     """:func:`evaluate` and, with ``write``, store the report as ``gate.json``
     (:func:`witprobe.safe_output.write_into`: never over a file witprobe did not write)."""
     from witprobe.safe_output import check_into, write_into
 
     if write:
         check_into(d, [GATE_FILE])
-    rep = evaluate(d)
+    rep = evaluate(d, key)
     if write:
         write_into(d, GATE_FILE, json.dumps(rep.as_dict(), indent=1, default=str) + "\n", "witprobe.ledger live")
     return rep

@@ -27,6 +27,12 @@ over 1 MiB. Every state-changing request (``POST``) must name this server in ``H
 otherwise 403 (a web page in a browser cannot drive the server through DNS rebinding or a
 cross-site form).
 
+With ``--sign KEY`` (an Ed25519 private key, :mod:`witprobe.signing`) the journal ends with a
+signed head after ``close``, and every journal head the server returns carries ``signed_head``:
+``{"n_records", "head", "time", "key_id", "signature"}`` (:mod:`witprobe.ledger.signed_head`),
+signed when the response is made. A client that keeps it can later run ``ledger verify
+--expect-head FILE --key PUB`` to catch a journal cut shorter or re-chained since.
+
 When it is ready it writes ``--ready-file`` (``{"port", "pid"}``, temp file + rename). SIGTERM is a
 clean shutdown; SIGKILL leaves the journal valid up to its last committed record, without ``close``.
 """
@@ -69,7 +75,7 @@ class EngineConfig:
 class Engine:
     """The model, its continuous-batching manager, the attached ledger (or none) and result routing."""
 
-    def __init__(self, ecfg: EngineConfig, lcfg: Any | None, journal: Path | None) -> None:
+    def __init__(self, ecfg: EngineConfig, lcfg: Any | None, journal: Path | None, signer: Any | None = None) -> None:
         import torch
         from transformers import GenerationConfig
         from transformers.generation.configuration_utils import ContinuousBatchingConfig
@@ -88,7 +94,7 @@ class Engine:
         if lcfg is not None:
             from witprobe.serving.attach import attach
 
-            self.ledger = attach(self.manager, lcfg, journal=journal)
+            self.ledger = attach(self.manager, lcfg, journal=journal, signer=signer)
         else:
             self.manager.warmup()
         self._waiters: dict[str, tuple[threading.Event, list[Any]]] = {}
@@ -209,11 +215,16 @@ class Handler(BaseHTTPRequestHandler):
         return e.health() if hasattr(e, "health") else {"ok": True, "engine_running": True, "reason": ""}
 
     def _head(self) -> dict[str, Any]:
+        """The last committed journal record ``{"seq", "hash"}``, with ``signed_head`` when the
+        journal has a signing key (both read from one head)."""
         led = self.engine.ledger
         if led is None:
             return {"seq": None, "hash": None}
-        seq, h = led.journal.head
-        return {"seq": seq, "hash": h}
+        sh = led.journal.signed_head()
+        if sh is None:
+            seq, h = led.journal.head
+            return {"seq": seq, "hash": h}
+        return {"seq": sh.n_records, "hash": sh.head, "signed_head": sh.as_dict()}
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
         e = self.engine
@@ -315,6 +326,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-new-tokens", type=int, default=EngineConfig.max_new_tokens)
     p.add_argument("--synchronous", choices=("NORMAL", "FULL"), default="NORMAL")
     p.add_argument("--parent-pid", type=int, default=None, help="shut down cleanly when this process is gone")
+    p.add_argument("--sign", type=Path, default=None, help="Ed25519 private key: sign the journal's heads")
     return p
 
 
@@ -336,7 +348,12 @@ def main(argv: list[str] | None = None) -> int:
 
     lcfg = None if a.no_ledger else LiveConfig(fault=a.fault, synchronous=a.synchronous)
     ecfg = EngineConfig(num_blocks=a.num_blocks, max_batch_tokens=a.max_batch_tokens, max_new_tokens=a.max_new_tokens)
-    engine = Engine(ecfg, lcfg, None if lcfg is None else a.out / "journal.sqlite")
+    signer = None
+    if a.sign is not None:
+        from witprobe.signing import load_private
+
+        signer = load_private(a.sign)
+    engine = Engine(ecfg, lcfg, None if lcfg is None else a.out / "journal.sqlite", signer)
     engine.warmup(PROMPTS[0], lcfg.warmup_prefix if lcfg else "warmup-")
     Handler.engine = engine
     httpd = ThreadingHTTPServer((LOOPBACK, a.port), Handler)
