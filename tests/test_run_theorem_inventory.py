@@ -274,6 +274,19 @@ def test_every_memory_class_theorem_is_stated_on_the_witness(runs):
         assert [c.name for c in th.constants] == ["Q", "W", "B"]
 
 
+def test_committed_run_files_state_no_score_level_hypothesis():
+    """Every committed ``obligations/run.v`` and ``run_real.lean`` (the V4 run's sink theorems
+    included) states its claims on the witness: no hypothesis on score differences."""
+    files = sorted((ROOT / "artifacts").rglob("obligations/run.v"))
+    assert ROOT / "artifacts" / "coverage" / "v4-int8" / "obligations" / "run.v" in files
+    for p in files:
+        for f in (p, p.with_name("run_real.lean")):
+            if f.exists():
+                assert not SCORE_LEVEL.search(f.read_text(encoding="utf-8")), f
+    v4 = (ROOT / "artifacts" / "coverage" / "v4-int8" / "obligations" / "run.v").read_text(encoding="utf-8")
+    assert v4.count("apply centred_sink_banded_claim;") == 4
+
+
 def test_plain_banded_form_corresponds():
     """Qwen3's plain form is non-vacuous: the banded plain shape (hypotheses on Q and W)."""
     run = json.loads((ROOT / "artifacts" / "coverage" / "qwen3-int8" / "run.json").read_text())
