@@ -10,6 +10,7 @@ import WitprobeAnalytic.TanhBound
 import WitprobeAnalytic.ScoreBridge
 import WitprobeAnalytic.BandWitness
 import WitprobeAnalytic.ClaimsBanded
+import WitprobeAnalytic.ClaimsSink
 import WitprobeAnalytic.LatentBridge
 import WitprobeAnalytic.ClaimsLatent
 import WitprobeAnalytic.Pooling
@@ -27,7 +28,7 @@ import WitprobeAnalytic.BoxQueryAligned
 # WitprobeAnalytic: the real-analysis library, mirroring the Coq library
 
 Optional, Mathlib-based, never compiled yet (see `LEAN_STATUS.md`). The files `Sum`, `ExpLn`,
-`Softmax`, `SoftmaxTV`, `Claims`, `ScoreBridge`, `BandWitness`, `ClaimsBanded`, `LatentBridge`,
+`Softmax`, `SoftmaxTV`, `Claims`, `ScoreBridge`, `BandWitness`, `ClaimsBanded`, `ClaimsSink`, `LatentBridge`,
 `ClaimsLatent`, `Pooling`, `Selection`, `Budget` (telescoping part), `Sentinel` (round counts), `Ville`, `Metric`, `Chain`, `BoxSup`, `QueryAligned` and `BoxQueryAligned` mirror `coq/Witprobe/*.v` of the same name: same theorem
 names, same hypotheses and conclusions, over `ℕ → ℝ` with `Finset.range n` sums
 (`tests/test_kernel_inventory.py` checks the correspondence against
@@ -37,7 +38,8 @@ names, same hypotheses and conclusions, over `ℕ → ℝ` with `Finset.range n`
   `tv_le_affine`, the sink forms, and the per-claim lemmas `centred_claim`, `plain_claim`,
   `eform_claim` (+ sink forms), the banded score bridges `score_bridge_banded`,
   `score_bridge_plain`, `cauchy_schwarz`, and the dense-KV claims `centred_banded_claim`,
-  `plain_banded_claim`, `eform_banded_claim`, the box bound `tv_le_box`, `box_banded_claim`, and the query-aligned bridge and box
+  `plain_banded_claim`, `eform_banded_claim`, the DeepSeek-V4 sink claims `centred_sink_banded_claim`,
+  `plain_sink_banded_claim`, `eform_sink_banded_claim`, the latent claims (incl. `plain_latent_claim`), the box bound `tv_le_box`, `box_banded_claim`, and the query-aligned bridge and box
   bound `qa_bridge`, `qa_score_bridge`, `box_qa_or_banded_claim`.
 * Lean only: `exp_le_expUpper`, `expUpperOk_sound` (the rational exp bound the core library
   decides), `exp_le_taylor` and `tanh_half_le_of_*` (numeric side conditions of the per-run

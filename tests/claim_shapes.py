@@ -38,7 +38,7 @@ def every_form(run: dict, tag: str = "") -> list[ClaimTheorem]:
                 continue
             for mclass in (claim.memory_class, "score_level"):
                 th = claim_theorem(claim.id, form, mclass, ev, rounding.to_units_up(inp.q_coef))
-                name = f"{tag}{th.theorem}_{form}_{th.shape}"  # plain latent is score level twice
+                name = f"{tag}{th.theorem}_{form}_{th.shape}"
                 out[name] = ClaimTheorem(**{**th.__dict__, "theorem": name})
     return list(out.values())
 

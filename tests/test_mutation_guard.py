@@ -136,9 +136,10 @@ from pathlib import Path  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "artifacts" / "coverage" / "smollm2-int8"
 QA48 = ROOT / "artifacts" / "query_aligned" / "smollm2-int8-qa48"
+V4 = ROOT / "artifacts" / "coverage" / "v4-int8"  # DeepSeek-V4: sink theorems over the banded witness
 
 
-@pytest.mark.parametrize("art", [DEFAULT, QA48], ids=["default", "qa48"])
+@pytest.mark.parametrize("art", [DEFAULT, QA48, V4], ids=["default", "qa48", "v4"])
 def test_every_certified_claim_of_a_committed_run_passed_the_guard_at_max_realized_half_b(art):
     """Re-derived from the primary record: each certified claim's guard lowered B to
     max(realized rounded up, B/2) and the kernel rejected it; every TV claim is certified."""
@@ -154,7 +155,7 @@ def test_every_certified_claim_of_a_committed_run_passed_the_guard_at_max_realiz
         assert Fraction(g["lowered"]["exact"]) == rounding.from_units(want) < b, c["id"]
 
 
-@pytest.mark.parametrize("art", [DEFAULT, QA48], ids=["default", "qa48"])
+@pytest.mark.parametrize("art", [DEFAULT, QA48, V4], ids=["default", "qa48", "v4"])
 def test_each_theorem_states_its_claims_bound_as_one_literal_anyone_can_lower(art):
     """Open to outside checks: the rendered theorem's conclusion is ``<= (N / 2^48)`` with
     ``N / 2^48`` the claim's ``bound.exact``, and a box theorem hands the same ``N`` to its checker."""

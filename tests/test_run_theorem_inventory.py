@@ -222,7 +222,8 @@ def test_every_shape_and_form_corresponds(runs):
     kinds = {(t.form, t.shape) for t in theorems}
     assert kinds >= {("centred", "banded"), ("centred", "latent"), ("centred", "sink"), ("centred", "score"),
                      ("eform", "banded"), ("eform", "latent"), ("eform", "sink"), ("eform", "score"),
-                     ("plain", "sink"), ("plain", "score"), ("boxsup", "boxsup"), ("boxsup", "boxsup_latent"),
+                     ("plain", "latent"), ("plain", "sink"), ("plain", "score"), ("boxsup", "boxsup"),
+                     ("boxsup", "boxsup_latent"),
                      ("qa_boxsup", "boxsup_qa")}, kinds
     sha = "a" * 64
     assert len(coq_theorems(render_coq(theorems, sha))) == len(theorems)
@@ -232,6 +233,58 @@ def test_every_shape_and_form_corresponds(runs):
     coq_text, lean_text = render_coq(theorems, sha), render_lean_real(theorems, sha)
     assert inventory_differences(coq_text, lean_text) == []
     assert len(lean_theorems(lean_text)) == len(theorems)
+
+
+SCORE_LEVEL = re.compile(r"Rabs \(s t - s' t\)|\|s t - s' t\||\(s s' ")
+
+
+def test_every_memory_class_theorem_is_stated_on_the_witness(runs):
+    """The score bridge is inside every per-run statement: each theorem in a memory class's shape
+    (every form, every run, in Coq and in Lean) has hypotheses on what that class's meter measures,
+    never on score differences ``|s_t - s'_t|``. Only the score-level shape, which no derivation
+    states for a run, quantifies over scores. DeepSeek-V4 (sink): the banded witness of the key
+    residuals (the plain form: ``scale * bnorm`` and the band sums), the sink logit one shared
+    binder; MLA plain: the latent meter's query gain ``lqnorm`` and per-key band sums ``lwidth``."""
+    theorems = [th for i, run in enumerate(runs.values()) for th in every_form(run, f"R{i}_")]
+    theorems += [th for run in runs.values() for th in derive_mod.derive(run).theorems]
+    assert {t.shape for t in theorems} >= {"banded", "latent", "sink", "score"}
+    for th in theorems:
+        if th.shape == "score":
+            assert SCORE_LEVEL.search(th.statement), th.theorem
+            continue
+        assert not SCORE_LEVEL.search(th.statement), (th.theorem, th.shape)
+        assert not SCORE_LEVEL.search(th.lean_statement), (th.theorem, th.shape)
+    witness = {"centred": "scale * banded_witness nb w q (bdiff (k t) (k' t)) <=",
+               "plain": "sum nb (fun b => norm2 (w b) (bdiff (k t) (k' t) b)) <=",
+               "eform": "(extend (fun t => scale * banded_witness nb w q (bdiff (k t) (k' t))) n 0) <="}
+    sink = [t for t in theorems if t.shape == "sink"]
+    assert {t.form for t in sink} == {"centred", "plain", "eform"}
+    for th in sink:
+        stmt = split_statement(coq_canon(th.statement))
+        assert stmt.binders[-1] == ("sigma", "ℝ") and "0 ≤ scale" in stmt.hyps, th.theorem
+        assert witness[th.form].replace("<=", "≤") in " ".join(stmt.hyps), th.theorem
+        assert stmt.concl.startswith("tv (n + 1) (softmax (n + 1) (extend (fun t => scale * bdot nb w q (k t)) n sigma))")
+        assert th.proof.startswith(f"apply {th.form}_sink_banded_claim;")
+    plain = [t for t in theorems if t.form == "plain" and t.shape == "latent"]
+    assert plain
+    for th in plain:
+        hyps = split_statement(coq_canon(th.statement)).hyps
+        assert hyps[1].startswith("scale * lqnorm dn nbc nbr wc wr W qn qr ≤ ")
+        assert "lwidth nbc nbr wc wr c c' kr kr' t ≤ " in hyps[2]
+        assert [c.name for c in th.constants] == ["Q", "W", "B"]
+
+
+def test_committed_run_files_state_no_score_level_hypothesis():
+    """Every committed ``obligations/run.v`` and ``run_real.lean`` (the V4 run's sink theorems
+    included) states its claims on the witness: no hypothesis on score differences."""
+    files = sorted((ROOT / "artifacts").rglob("obligations/run.v"))
+    assert ROOT / "artifacts" / "coverage" / "v4-int8" / "obligations" / "run.v" in files
+    for p in files:
+        for f in (p, p.with_name("run_real.lean")):
+            if f.exists():
+                assert not SCORE_LEVEL.search(f.read_text(encoding="utf-8")), f
+    v4 = (ROOT / "artifacts" / "coverage" / "v4-int8" / "obligations" / "run.v").read_text(encoding="utf-8")
+    assert v4.count("apply centred_sink_banded_claim;") == 4
 
 
 def test_plain_banded_form_corresponds():
@@ -353,6 +406,6 @@ def test_each_lean_statement_is_its_lemma_instantiated(runs):
         applied = f"{lemma} {' '.join(c.lean for c in th.constants)}"
         assert th.lean_proof.startswith(applied + " ")
         lemmas.add(lemma)
-    assert lemmas == {"centred_banded_claim", "centred_latent_claim", "centred_sink_claim", "centred_claim",
-                      "eform_banded_claim", "eform_latent_claim", "eform_sink_claim", "eform_claim",
-                      "plain_banded_claim", "plain_sink_claim", "plain_claim"}
+    assert lemmas == {"centred_banded_claim", "centred_latent_claim", "centred_sink_banded_claim", "centred_claim",
+                      "eform_banded_claim", "eform_latent_claim", "eform_sink_banded_claim", "eform_claim",
+                      "plain_banded_claim", "plain_latent_claim", "plain_sink_banded_claim", "plain_claim"}

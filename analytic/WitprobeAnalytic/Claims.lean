@@ -16,6 +16,10 @@ Main results (score level; `s` exact, `s'` served):
   give `TV ≤ B`;
 * `centred_sink_claim`, `plain_sink_claim`, `eform_sink_claim`: the same with a sink column.
 
+A run's theorem states none of these directly: it states the claim on what its memory class's
+meter measures, through that class's score bridge (`ClaimsBanded`, `ClaimsSink`, `ClaimsLatent`);
+these lemmas are the last step of those proofs.
+
 Sharpness: `centred_claim_sharp` (two keys attain `tanh (C/2)`).
 -/
 

@@ -10,7 +10,8 @@ is stated on the latent meter's radius `latent_witness`. Coq declares `lscores`,
 `latent_radius` inside a `Section` over `dn nbc nbr wc wr scale W qn qr`; here those are explicit
 leading parameters, in the same order (Coq's section discharge gives the same signature).
 
-Main results: `centred_latent_claim`, `eform_latent_claim`, `box_latent_claim` (the box form,
+Main results: `centred_latent_claim`, `plain_latent_claim` (on the meter's plain-form query gain
+`lqnorm` and per-key band sums `lwidth`), `eform_latent_claim`, `box_latent_claim` (the box form,
 `BoxSup.tv_le_box`, on latent radii).
 -/
 
@@ -43,6 +44,39 @@ theorem centred_latent_claim (C B : ℝ) (hC : 0 ≤ C) (hB : tanh (C / 2) ≤ B
     centred_claim C B hC hB n (lscores dn nbc nbr wc wr scale W qn qr c kr)
       (lscores dn nbc nbr wc wr scale W qn qr c' kr')
       (fun t ht => le_trans (latent_radius dn nbc nbr wc wr scale W qn qr c c' kr kr' t hs) (hw t ht))
+
+/-- The plain form's query gain `max (‖u‖, ‖qr‖)`, `u = Wᵀ qn` (the meter's `q_coef / scale`). -/
+noncomputable def lqnorm (dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ) : ℝ :=
+  max (norm2 (offset wc nbc) (eff_query dn W qn)) (norm2 (offset wr nbr) qr)
+
+/-- The plain form's per-key witness: band norms of the latent and of the RoPE-key residual. -/
+noncomputable def lwidth (nbc nbr : ℕ) (wc wr : ℕ → ℕ) (c c' kr kr' : ℕ → ℕ → ℝ) (t : ℕ) : ℝ :=
+  sum nbc (fun b => norm2 (wc b) (band_split wc (vdiff (c t) (c' t)) b))
+    + sum nbr (fun b => norm2 (wr b) (band_split wr (vdiff (kr t) (kr' t)) b))
+
+theorem plain_latent_claim (Q Wt B : ℝ) (hQ : 0 ≤ Q) (hW : 0 ≤ Wt)
+    (hB : 2⁻¹ * (Real.exp (2 * (Q * Wt)) - 1) ≤ B) :
+    ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)
+      (c c' kr kr' : ℕ → ℕ → ℝ),
+      0 ≤ scale →
+      scale * lqnorm dn nbc nbr wc wr W qn qr ≤ Q →
+      (∀ t, t < n → lwidth nbc nbr wc wr c c' kr kr' t ≤ Wt) →
+      tv n (softmax n (lscores dn nbc nbr wc wr scale W qn qr c kr))
+        (softmax n (lscores dn nbc nbr wc wr scale W qn qr c' kr')) ≤ B := by
+  intro n dn nbc nbr wc wr scale W qn qr c c' kr kr' hs hq hw
+  refine plain_claim (Q * Wt) B (mul_nonneg hQ hW) hB n (lscores dn nbc nbr wc wr scale W qn qr c kr)
+    (lscores dn nbc nbr wc wr scale W qn qr c' kr') ?_
+  intro t ht
+  have h1 : |lscores dn nbc nbr wc wr scale W qn qr c kr t - lscores dn nbc nbr wc wr scale W qn qr c' kr' t|
+      ≤ (scale * lqnorm dn nbc nbr wc wr W qn qr) * lwidth nbc nbr wc wr c c' kr kr' t :=
+    latent_score_bridge_plain dn nbc wc nbr wr scale W qn qr (c t) (c' t) (kr t) (kr' t) hs
+  have h0c := band_norm_sum_nonneg nbc wc (vdiff (c t) (c' t))
+  have h0r := band_norm_sum_nonneg nbr wr (vdiff (kr t) (kr' t))
+  have H0 : 0 ≤ lwidth nbc nbr wc wr c c' kr kr' t := by
+    show 0 ≤ sum nbc (fun b => norm2 (wc b) (band_split wc (vdiff (c t) (c' t)) b))
+      + sum nbr (fun b => norm2 (wr b) (band_split wr (vdiff (kr t) (kr' t)) b))
+    linarith
+  exact le_trans h1 (mul_le_mul hq (hw t ht) H0 hQ)
 
 theorem eform_latent_claim (X B : ℝ) (hX : 0 ≤ X) (hB : X + X * X / 2 ≤ B) :
     ∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) (qn qr : ℕ → ℝ)

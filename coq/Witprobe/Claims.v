@@ -12,6 +12,10 @@
       [E_{p'}[e^{c}] <= 1 + X] give [TV <= B];
     - [centred_sink_claim], [plain_sink_claim], [eform_sink_claim]: the same with a sink column.
 
+    A run's theorem states none of these directly: it states the claim on what its memory class's
+    meter measures, through that class's score bridge ([ClaimsBanded], [ClaimsSink],
+    [ClaimsLatent]); these lemmas are the last step of those proofs.
+
     Sharpness [centred_claim_sharp]: two keys attain [tanh (C/2)], so the numeric side condition
     [tanh (C/2) <= B] cannot be weakened. *)
 

@@ -387,7 +387,7 @@ def _composed_tv(attn: Claim, evict: Claim) -> Claim:
 BOXSUP = "boxsup"
 BOXSUP_SHAPES = ("banded", "latent")
 """Theorem shapes whose box theorem is in the library (``BoxSup.box_banded_claim``,
-``ClaimsLatent.box_latent_claim``); DeepSeek-V4's sink and score shapes have none yet."""
+``ClaimsLatent.box_latent_claim``); DeepSeek-V4's sink shape (and the score level) has none yet."""
 BOXSUP_PROOFS = ("Witprobe.BoxSup.tv_le_box",)
 BOXSUP_NO_THEOREM = ("no library theorem states the box bound for this memory kind's score bridge yet "
                      "(the box theorems cover dense KV and latent KV): reported beside the certified forms, "

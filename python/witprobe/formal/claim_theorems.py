@@ -13,9 +13,11 @@ depends on the claim's form and memory class (``s`` exact scores, ``s'`` served,
 - ``eform``: for all ``n > 0``, ``s, s'`` and per-key radii ``c`` with ``|s_t - s'_t| <= c_t`` and
   ``E_{p'}[e^{c}] <= 1 + X``, ``TV <= B``;
 - latent (MLA) caches state it on the latent meter's radius ``lradius`` (effective query
-  ``u = W_UK^T q_nope`` against the latent residual bands, plus the RoPE bands);
-- memory classes with an attention sink (DeepSeek-V4) state the same over keys plus one sink
-  column whose logit is identical in both distributions.
+  ``u = W_UK^T q_nope`` against the latent residual bands, plus the RoPE bands), the plain form on
+  the meter's query gain ``scale * lqnorm`` and per-key band sums ``lwidth``;
+- memory classes with an attention sink (DeepSeek-V4) state the banded (dense KV) forms over the
+  keys plus one sink column whose logit ``sigma`` is one binder shared by both distributions
+  (``coq/Witprobe/ClaimsSink.v``): the V4 meter witnesses its keys exactly as dense KV.
 
 What is *measured* (trusted, float64, rounded outward; see ``docs/TRUST_BOUNDARY.md``) and what is
 *proved* (the library theorems the proof applies) is recorded per theorem.
@@ -94,9 +96,11 @@ class ClaimTheorem:
     """One per-run theorem: its name, statement, proof script and trust record, in Coq and Lean.
 
     ``shape``: ``banded`` (dense KV, hypothesis on query and key-residual band norms), ``latent``
-    (MLA, hypothesis on the latent meter's radius), ``sink`` (score level plus a sink column) or
-    ``score`` (score level: the measured radius bounds the score error by the memory class's
-    bridge, a library theorem the per-run statement does not restate), ``evict`` (dense KV
+    (MLA, hypothesis on the latent meter's radius, or for the plain form on its query gain and
+    per-key band sums), ``sink`` (DeepSeek-V4: the banded hypotheses over the keys, plus a sink
+    column with one shared logit) or ``score`` (score level: the measured radius bounds the score
+    error by the memory class's bridge, a library theorem the per-run statement does not restate;
+    :func:`claim_theorem` states it only for a memory class without a theorem shape), ``evict`` (dense KV
     under an eviction codec: full vs pruned attention, :func:`evict_theorem`) or ``boxsup``
     (dense KV, the box bound: banded radii and a box certificate, :func:`boxsup_theorem`) or
     ``boxsup_qa`` (dense KV, the box bound over query-aligned or banded radii,
@@ -149,7 +153,6 @@ def theorem_name(claim_id: str) -> str:
 # Coq spellings of the statement parts (``run.v``) ...
 _SCORE_HYP = "(forall t, (t < n)%nat -> Rabs (s t - s' t) <= {c})"
 _TV = "tv n (softmax n s) (softmax n s')"
-_TV_SINK = "tv (S n) (softmax (S n) (extend s n sigma)) (softmax (S n) (extend s' n sigma))"
 _BANDED_BINDERS = ("forall (n nb : nat) (w : nat -> nat) (scale : R) (q : nat -> nat -> R) "
                    "(k k' : nat -> nat -> nat -> R),\n  ")
 _LATENT_BINDERS = ("forall (n dn nbc nbr : nat) (wc wr : nat -> nat) (scale : R) (W : nat -> nat -> R) "
@@ -161,12 +164,20 @@ _BANDED_TV = ("tv n (softmax n (fun t => scale * bdot nb w q (k t)))\n"
               "     (softmax n (fun t => scale * bdot nb w q (k' t)))")
 _BANDED_RADIUS = "scale * banded_witness nb w q (bdiff (k t) (k' t))"
 _BANDED_W = "sum nb (fun b => norm2 (w b) (bdiff (k t) (k' t) b))"
+_SINK_BINDERS = ("forall (n nb : nat) (w : nat -> nat) (scale : R) (q : nat -> nat -> R) "
+                 "(k k' : nat -> nat -> nat -> R)\n         (sigma : R),\n  ")
+_SINK_S = "(fun t => scale * bdot nb w q (k t))"
+_SINK_S2 = "(fun t => scale * bdot nb w q (k' t))"
+_SINK_TV = (f"tv (S n) (softmax (S n) (extend {_SINK_S} n sigma))\n"
+            f"         (softmax (S n) (extend {_SINK_S2} n sigma))")
+_SINK_RADIUS = f"(extend (fun t => {_BANDED_RADIUS}) n 0)"
+_LATENT_Q = "scale * lqnorm dn nbc nbr wc wr W qn qr"
+_LATENT_W = "lwidth nbc nbr wc wr c c' kr kr' t"
 
 # ... and their Lean spellings (``run_real.lean``): the same terms, Lean syntax, continuation
 # lines indented for the template's ``theorem NAME :`` at column 0
 _L_SCORE_HYP = "(∀ t, t < n → |s t - s' t| ≤ {c})"
 _L_TV = "tv n (softmax n s) (softmax n s')"
-_L_TV_SINK = "tv (n + 1) (softmax (n + 1) (extend s n sigma)) (softmax (n + 1) (extend s' n sigma))"
 _L_BANDED_BINDERS = ("∀ (n nb : ℕ) (w : ℕ → ℕ) (scale : ℝ) (q : ℕ → ℕ → ℝ) "
                      "(k k' : ℕ → ℕ → ℕ → ℝ),\n      ")
 _L_LATENT_BINDERS = ("∀ (n dn nbc nbr : ℕ) (wc wr : ℕ → ℕ) (scale : ℝ) (W : ℕ → ℕ → ℝ) "
@@ -175,6 +186,10 @@ _L_LATENT_TV = (f"tv n (softmax n (lscores {_LATENT_ARGS} c kr))\n"
                 f"        (softmax n (lscores {_LATENT_ARGS} c' kr'))")
 _L_BANDED_TV = ("tv n (softmax n (fun t => scale * bdot nb w q (k t)))\n"
                 "        (softmax n (fun t => scale * bdot nb w q (k' t)))")
+_L_SINK_BINDERS = ("∀ (n nb : ℕ) (w : ℕ → ℕ) (scale : ℝ) (q : ℕ → ℕ → ℝ) "
+                   "(k k' : ℕ → ℕ → ℕ → ℝ)\n        (sigma : ℝ),\n      ")
+_L_SINK_TV = (f"tv (n + 1) (softmax (n + 1) (extend {_SINK_S} n sigma))\n"
+              f"        (softmax (n + 1) (extend {_SINK_S2} n sigma))")
 _NL = "\n      "  # between the Lean statement's hypotheses
 
 MEASURED_TEXT = {
@@ -279,12 +294,15 @@ def claim_theorem(claim_id: str, form: str, memory_class: str, ev: ChainEvaluati
                 "Witprobe.ClaimsLatent.centred_latent_claim", "Witprobe.LatentBridge.latent_score_bridge_banded",
                 "Witprobe.SoftmaxTV.tv_le_tanh_radius")
         elif shape == "sink":
-            stmt = (f"forall (n : nat) (s s' : nat -> R) (sigma : R),\n  {_SCORE_HYP.format(c=c.coq)} ->\n  "
-                    f"{_TV_SINK} <= {b.coq}")
-            lstmt = (f"∀ (n : ℕ) (s s' : ℕ → ℝ) (sigma : ℝ),{_NL}{_L_SCORE_HYP.format(c=c.lean)} →{_NL}"
-                     f"{_L_TV_SINK} ≤ {b.lean}")
-            lemma, proved = "centred_sink_claim", (
-                "Witprobe.Claims.centred_sink_claim", "Witprobe.SoftmaxTV.tv_sink_le_tanh_radius")
+            stmt = (_SINK_BINDERS + "0 <= scale ->\n  "
+                    + f"(forall t, (t < n)%nat -> {_BANDED_RADIUS} <= {c.coq}) ->\n  "
+                    + f"{_SINK_TV} <= {b.coq}")
+            lstmt = (_L_SINK_BINDERS + f"0 ≤ scale →{_NL}"
+                     + f"(∀ t, t < n → {_BANDED_RADIUS} ≤ {c.lean}) →{_NL}"
+                     + f"{_L_SINK_TV} ≤ {b.lean}")
+            lemma, proved = "centred_sink_banded_claim", (
+                "Witprobe.ClaimsSink.centred_sink_banded_claim", "Witprobe.ScoreBridge.score_bridge_banded",
+                "Witprobe.SoftmaxTV.tv_sink_le_tanh_radius")
         else:
             stmt = f"forall (n : nat) (s s' : nat -> R),\n  {_SCORE_HYP.format(c=c.coq)} ->\n  {_TV} <= {b.coq}"
             lstmt = (f"∀ (n : ℕ) (s s' : ℕ → ℝ),{_NL}{_L_SCORE_HYP.format(c=c.lean)} →{_NL}"
@@ -294,7 +312,6 @@ def claim_theorem(claim_id: str, form: str, memory_class: str, ev: ChainEvaluati
         lproof = f"{lemma} {c.lean} {b.lean} (by norm_num)\n    {_lean_tanh(c, b, side.n)}"
         lproved = (f"WitprobeAnalytic.{lemma}", "WitprobeAnalytic.tanh_half_le_of_expUpper")
     elif form == "plain":
-        shape = "score" if shape == "latent" else shape
         if len(stages) != 3:
             raise ClaimTheoremError(f"{claim_id}: plain chain has {len(stages)} stages, expected 3")
         e = Constant("E", stages[1].e_out, "score radius of the plain chain (q_coef * w_max, rounded up)")
@@ -302,35 +319,49 @@ def claim_theorem(claim_id: str, form: str, memory_class: str, ev: ChainEvaluati
         body = f"{_SCORE_HYP.format(c=e.coq)} ->\n  "
         lbody = f"{_L_SCORE_HYP.format(c=e.lean)} →{_NL}"
         lproved = ("WitprobeAnalytic.plain_half_le_of_expUpper",)
-        if shape == "banded":
+        if shape in ("banded", "sink", "latent"):  # stated on the meter's Q (query gain) and W (per-key band sums)
             qc = Constant("Q", q_units, "layer maximum of read.q_coef, rounded outward")
             wc = Constant("W", stages[0].e_out, "layer maximum of read.w_max, rounded outward")
             consts = (qc, wc, b)
             side = _exp_side("plain", 2 * qc.value * wc.value, b.value)
-            stmt = (_BANDED_BINDERS + "0 <= scale ->\n  " + f"scale * bnorm nb w q <= {qc.coq} ->\n  "
-                    f"(forall t, (t < n)%nat -> {_BANDED_W} <= {wc.coq}) ->\n  "
-                    f"{_BANDED_TV} <= {b.coq}")
-            lstmt = (_L_BANDED_BINDERS + f"0 ≤ scale →{_NL}" + f"scale * bnorm nb w q ≤ {qc.lean} →{_NL}"
-                     f"(∀ t, t < n → {_BANDED_W} ≤ {wc.lean}) →{_NL}"
-                     f"{_L_BANDED_TV} ≤ {b.lean}")
-            proof = f"apply plain_banded_claim; [lra | lra | {interval}]."
-            lproof = (f"plain_banded_claim {qc.lean} {wc.lean} {b.lean} (by norm_num) (by norm_num)\n"
+            if shape == "latent":
+                stmt = (_LATENT_BINDERS + "0 <= scale ->\n  " + f"{_LATENT_Q} <= {qc.coq} ->\n  "
+                        f"(forall t, (t < n)%nat -> {_LATENT_W} <= {wc.coq}) ->\n  "
+                        f"{_LATENT_TV} <= {b.coq}")
+                lstmt = (_L_LATENT_BINDERS + f"0 ≤ scale →{_NL}" + f"{_LATENT_Q} ≤ {qc.lean} →{_NL}"
+                         f"(∀ t, t < n → {_LATENT_W} ≤ {wc.lean}) →{_NL}"
+                         f"{_L_LATENT_TV} ≤ {b.lean}")
+                lemma, proved = "plain_latent_claim", (
+                    "Witprobe.ClaimsLatent.plain_latent_claim", "Witprobe.LatentBridge.latent_score_bridge_plain",
+                    "Witprobe.SoftmaxTV.tv_le_plain")
+            else:
+                binders, tv, lbinders, ltv = ((_BANDED_BINDERS, _BANDED_TV, _L_BANDED_BINDERS, _L_BANDED_TV)
+                                              if shape == "banded" else
+                                              (_SINK_BINDERS, _SINK_TV, _L_SINK_BINDERS, _L_SINK_TV))
+                stmt = (binders + "0 <= scale ->\n  " + f"scale * bnorm nb w q <= {qc.coq} ->\n  "
+                        f"(forall t, (t < n)%nat -> {_BANDED_W} <= {wc.coq}) ->\n  "
+                        f"{tv} <= {b.coq}")
+                lstmt = (lbinders + f"0 ≤ scale →{_NL}" + f"scale * bnorm nb w q ≤ {qc.lean} →{_NL}"
+                         f"(∀ t, t < n → {_BANDED_W} ≤ {wc.lean}) →{_NL}"
+                         f"{ltv} ≤ {b.lean}")
+                if shape == "banded":
+                    lemma, proved = "plain_banded_claim", (
+                        "Witprobe.ClaimsBanded.plain_banded_claim", "Witprobe.ScoreBridge.score_bridge_plain",
+                        "Witprobe.SoftmaxTV.tv_le_plain")
+                else:
+                    lemma, proved = "plain_sink_banded_claim", (
+                        "Witprobe.ClaimsSink.plain_sink_banded_claim", "Witprobe.ScoreBridge.score_bridge_plain",
+                        "Witprobe.SoftmaxTV.tv_le_plain", "Witprobe.SoftmaxTV.sink_radius")
+            proof = f"apply {lemma}; [lra | lra | {interval}]."
+            lproof = (f"{lemma} {qc.lean} {wc.lean} {b.lean} (by norm_num) (by norm_num)\n"
                       f"    {_lean_plain(f'({qc.lean} * {wc.lean})', b, side.n)}")
-            proved = ("Witprobe.ClaimsBanded.plain_banded_claim", "Witprobe.ScoreBridge.score_bridge_plain",
-                      "Witprobe.SoftmaxTV.tv_le_plain")
-            lproved = ("WitprobeAnalytic.plain_banded_claim",) + lproved
+            lproved = (f"WitprobeAnalytic.{lemma}",) + lproved
         else:
             consts = (e, b)
             side = _exp_side("plain", 2 * e.value, b.value)
-            if shape == "sink":
-                stmt = f"forall (n : nat) (s s' : nat -> R) (sigma : R),\n  {body}{_TV_SINK} <= {b.coq}"
-                lstmt = f"∀ (n : ℕ) (s s' : ℕ → ℝ) (sigma : ℝ),{_NL}{lbody}{_L_TV_SINK} ≤ {b.lean}"
-                lemma, proved = "plain_sink_claim", ("Witprobe.Claims.plain_sink_claim", "Witprobe.SoftmaxTV.tv_le_plain",
-                                                     "Witprobe.SoftmaxTV.sink_radius")
-            else:
-                stmt = f"forall (n : nat) (s s' : nat -> R),\n  {body}{_TV} <= {b.coq}"
-                lstmt = f"∀ (n : ℕ) (s s' : ℕ → ℝ),{_NL}{lbody}{_L_TV} ≤ {b.lean}"
-                lemma, proved = "plain_claim", ("Witprobe.Claims.plain_claim", "Witprobe.SoftmaxTV.tv_le_plain")
+            stmt = f"forall (n : nat) (s s' : nat -> R),\n  {body}{_TV} <= {b.coq}"
+            lstmt = f"∀ (n : ℕ) (s s' : ℕ → ℝ),{_NL}{lbody}{_L_TV} ≤ {b.lean}"
+            lemma, proved = "plain_claim", ("Witprobe.Claims.plain_claim", "Witprobe.SoftmaxTV.tv_le_plain")
             proof = f"apply {lemma}; [lra | {interval}]."
             lproof = f"{lemma} {e.lean} {b.lean} (by norm_num)\n    {_lean_plain(e.lean, b, side.n)}"
             lproved = (f"WitprobeAnalytic.{lemma}",) + lproved
@@ -365,13 +396,14 @@ def claim_theorem(claim_id: str, form: str, memory_class: str, ev: ChainEvaluati
                 "Witprobe.ClaimsLatent.eform_latent_claim", "Witprobe.LatentBridge.latent_score_bridge_banded",
                 "Witprobe.SoftmaxTV.tv_le_eform")
         elif shape == "sink":
-            stmt = ("forall (n : nat) (s s' c : nat -> R) (sigma : R),\n  "
-                    "(forall t, (t < n)%nat -> Rabs (s t - s' t) <= c t) -> 0 <= c n ->\n  "
-                    f"emoment (S n) (extend s' n sigma) c <= 1 + {x.coq} ->\n  {_TV_SINK} <= {b.coq}")
-            lstmt = (f"∀ (n : ℕ) (s s' c : ℕ → ℝ) (sigma : ℝ),{_NL}"
-                     f"(∀ t, t < n → |s t - s' t| ≤ c t) → 0 ≤ c n →{_NL}"
-                     f"emoment (n + 1) (extend s' n sigma) c ≤ 1 + {x.lean} →{_NL}{_L_TV_SINK} ≤ {b.lean}")
-            lemma, proved = "eform_sink_claim", ("Witprobe.Claims.eform_sink_claim", "Witprobe.SoftmaxTV.tv_le_eform")
+            moment = f"(extend {_SINK_S2} n sigma)\n          {_SINK_RADIUS}"
+            stmt = (_SINK_BINDERS + "0 <= scale ->\n  "
+                    f"emoment (S n) {moment} <= 1 + {x.coq} ->\n  {_SINK_TV} <= {b.coq}")
+            lstmt = (_L_SINK_BINDERS + f"0 ≤ scale →{_NL}"
+                     f"emoment (n + 1) {moment} ≤ 1 + {x.lean} →{_NL}{_L_SINK_TV} ≤ {b.lean}")
+            lemma, proved = "eform_sink_banded_claim", (
+                "Witprobe.ClaimsSink.eform_sink_banded_claim", "Witprobe.ScoreBridge.score_bridge_banded",
+                "Witprobe.SoftmaxTV.sink_radius", "Witprobe.SoftmaxTV.tv_le_eform")
         else:
             stmt = ("forall (n : nat) (s s' c : nat -> R),\n  (0 < n)%nat ->\n  "
                     "(forall t, (t < n)%nat -> Rabs (s t - s' t) <= c t) ->\n  "

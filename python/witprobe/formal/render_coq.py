@@ -52,10 +52,10 @@ SHAPE_IMPORTS: dict[str, tuple[str, ...]] = {
     "boxsup": ("ScoreBridge", "ClaimsBanded", "BoxSup", "FloatBounds", "BoxCheck"),
     "boxsup_latent": ("LatentBridge", "ClaimsLatent", "BoxSup", "FloatBounds", "BoxCheck"),
     "boxsup_qa": ("ScoreBridge", "LatentBridge", "BoxSup", "QueryAligned", "BoxQueryAligned", "FloatBounds", "BoxCheck"),
-    "sink": (),
+    "sink": ("ScoreBridge", "ClaimsBanded", "ClaimsSink"),
     "score": (),
 }
-LIBRARY_ORDER = ("ScoreBridge", "ClaimsBanded", "LatentBridge", "ClaimsLatent", "Selection", "Eviction", "BoxSup",
+LIBRARY_ORDER = ("ScoreBridge", "ClaimsBanded", "ClaimsSink", "LatentBridge", "ClaimsLatent", "Selection", "Eviction", "BoxSup",
                  "QueryAligned", "BoxQueryAligned", "FloatBounds", "BoxCheck")
 
 

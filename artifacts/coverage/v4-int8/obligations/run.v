@@ -6,7 +6,7 @@
    The proofs apply the witprobe Coq library (coq/Witprobe), built in the same check. *)
 From Coq Require Import Reals Lra.
 From Interval Require Import Tactic.
-From Witprobe Require Import Sum Softmax SoftmaxTV Claims.
+From Witprobe Require Import Sum Softmax SoftmaxTV Claims ScoreBridge ClaimsBanded ClaimsSink.
 Open Scope R_scope.
 
 Module Run_fe088e3483ee875a.
@@ -14,34 +14,46 @@ Module Run_fe088e3483ee875a.
 
 (* claim L00.attn_tv: centred form; C = (8679601096576 / 281474976710656); B = (4339522028643 / 281474976710656) *)
 Theorem L00_attn_tv :
-  forall (n : nat) (s s' : nat -> R) (sigma : R),
-  (forall t, (t < n)%nat -> Rabs (s t - s' t) <= (8679601096576 / 281474976710656)) ->
-  tv (S n) (softmax (S n) (extend s n sigma)) (softmax (S n) (extend s' n sigma)) <= (4339522028643 / 281474976710656).
-Proof. apply centred_sink_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+  forall (n nb : nat) (w : nat -> nat) (scale : R) (q : nat -> nat -> R) (k k' : nat -> nat -> nat -> R)
+         (sigma : R),
+  0 <= scale ->
+  (forall t, (t < n)%nat -> scale * banded_witness nb w q (bdiff (k t) (k' t)) <= (8679601096576 / 281474976710656)) ->
+  tv (S n) (softmax (S n) (extend (fun t => scale * bdot nb w q (k t)) n sigma))
+         (softmax (S n) (extend (fun t => scale * bdot nb w q (k' t)) n sigma)) <= (4339522028643 / 281474976710656).
+Proof. apply centred_sink_banded_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
 
 
 (* claim L01.attn_tv: centred form; C = (8138572642358 / 281474976710656); B = (4069060284292 / 281474976710656) *)
 Theorem L01_attn_tv :
-  forall (n : nat) (s s' : nat -> R) (sigma : R),
-  (forall t, (t < n)%nat -> Rabs (s t - s' t) <= (8138572642358 / 281474976710656)) ->
-  tv (S n) (softmax (S n) (extend s n sigma)) (softmax (S n) (extend s' n sigma)) <= (4069060284292 / 281474976710656).
-Proof. apply centred_sink_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+  forall (n nb : nat) (w : nat -> nat) (scale : R) (q : nat -> nat -> R) (k k' : nat -> nat -> nat -> R)
+         (sigma : R),
+  0 <= scale ->
+  (forall t, (t < n)%nat -> scale * banded_witness nb w q (bdiff (k t) (k' t)) <= (8138572642358 / 281474976710656)) ->
+  tv (S n) (softmax (S n) (extend (fun t => scale * bdot nb w q (k t)) n sigma))
+         (softmax (S n) (extend (fun t => scale * bdot nb w q (k' t)) n sigma)) <= (4069060284292 / 281474976710656).
+Proof. apply centred_sink_banded_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
 
 
 (* claim L02.attn_tv: centred form; C = (8619364638138 / 281474976710656); B = (4309410004926 / 281474976710656) *)
 Theorem L02_attn_tv :
-  forall (n : nat) (s s' : nat -> R) (sigma : R),
-  (forall t, (t < n)%nat -> Rabs (s t - s' t) <= (8619364638138 / 281474976710656)) ->
-  tv (S n) (softmax (S n) (extend s n sigma)) (softmax (S n) (extend s' n sigma)) <= (4309410004926 / 281474976710656).
-Proof. apply centred_sink_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+  forall (n nb : nat) (w : nat -> nat) (scale : R) (q : nat -> nat -> R) (k k' : nat -> nat -> nat -> R)
+         (sigma : R),
+  0 <= scale ->
+  (forall t, (t < n)%nat -> scale * banded_witness nb w q (bdiff (k t) (k' t)) <= (8619364638138 / 281474976710656)) ->
+  tv (S n) (softmax (S n) (extend (fun t => scale * bdot nb w q (k t)) n sigma))
+         (softmax (S n) (extend (fun t => scale * bdot nb w q (k' t)) n sigma)) <= (4309410004926 / 281474976710656).
+Proof. apply centred_sink_banded_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
 
 
 (* claim L03.attn_tv: centred form; C = (8443368393668 / 281474976710656); B = (4221429486985 / 281474976710656) *)
 Theorem L03_attn_tv :
-  forall (n : nat) (s s' : nat -> R) (sigma : R),
-  (forall t, (t < n)%nat -> Rabs (s t - s' t) <= (8443368393668 / 281474976710656)) ->
-  tv (S n) (softmax (S n) (extend s n sigma)) (softmax (S n) (extend s' n sigma)) <= (4221429486985 / 281474976710656).
-Proof. apply centred_sink_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
+  forall (n nb : nat) (w : nat -> nat) (scale : R) (q : nat -> nat -> R) (k k' : nat -> nat -> nat -> R)
+         (sigma : R),
+  0 <= scale ->
+  (forall t, (t < n)%nat -> scale * banded_witness nb w q (bdiff (k t) (k' t)) <= (8443368393668 / 281474976710656)) ->
+  tv (S n) (softmax (S n) (extend (fun t => scale * bdot nb w q (k t)) n sigma))
+         (softmax (S n) (extend (fun t => scale * bdot nb w q (k' t)) n sigma)) <= (4221429486985 / 281474976710656).
+Proof. apply centred_sink_banded_claim; [lra | unfold tanh; interval with (i_prec 60)]. Qed.
 
 (* every theorem of this run, for one audit of the assumptions *)
 Definition run_claims := conj L00_attn_tv (conj L01_attn_tv (conj L02_attn_tv (conj L03_attn_tv I))).

@@ -16,40 +16,52 @@ open WitprobeAnalytic
 -- claim L00.attn_tv: centred form; C = 8679601096576 / 281474976710656; B = 4339522028643 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L00_attn_tv :
-    ∀ (n : ℕ) (s s' : ℕ → ℝ) (sigma : ℝ),
-      (∀ t, t < n → |s t - s' t| ≤ ((8679601096576 : ℝ) / 281474976710656)) →
-      tv (n + 1) (softmax (n + 1) (extend s n sigma)) (softmax (n + 1) (extend s' n sigma)) ≤ ((4339522028643 : ℝ) / 281474976710656) :=
-  centred_sink_claim ((8679601096576 : ℝ) / 281474976710656) ((4339522028643 : ℝ) / 281474976710656) (by norm_num)
+    ∀ (n nb : ℕ) (w : ℕ → ℕ) (scale : ℝ) (q : ℕ → ℕ → ℝ) (k k' : ℕ → ℕ → ℕ → ℝ)
+        (sigma : ℝ),
+      0 ≤ scale →
+      (∀ t, t < n → scale * banded_witness nb w q (bdiff (k t) (k' t)) ≤ ((8679601096576 : ℝ) / 281474976710656)) →
+      tv (n + 1) (softmax (n + 1) (extend (fun t => scale * bdot nb w q (k t)) n sigma))
+        (softmax (n + 1) (extend (fun t => scale * bdot nb w q (k' t)) n sigma)) ≤ ((4339522028643 : ℝ) / 281474976710656) :=
+  centred_sink_banded_claim ((8679601096576 : ℝ) / 281474976710656) ((4339522028643 : ℝ) / 281474976710656) (by norm_num)
     (tanh_half_le_of_expUpper 1024 (by norm_num) ((8679601096576 : ℝ) / 281474976710656) ((4339522028643 : ℝ) / 281474976710656)
       (by norm_num) (by norm_num) (by norm_num))
 
 -- claim L01.attn_tv: centred form; C = 8138572642358 / 281474976710656; B = 4069060284292 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L01_attn_tv :
-    ∀ (n : ℕ) (s s' : ℕ → ℝ) (sigma : ℝ),
-      (∀ t, t < n → |s t - s' t| ≤ ((8138572642358 : ℝ) / 281474976710656)) →
-      tv (n + 1) (softmax (n + 1) (extend s n sigma)) (softmax (n + 1) (extend s' n sigma)) ≤ ((4069060284292 : ℝ) / 281474976710656) :=
-  centred_sink_claim ((8138572642358 : ℝ) / 281474976710656) ((4069060284292 : ℝ) / 281474976710656) (by norm_num)
+    ∀ (n nb : ℕ) (w : ℕ → ℕ) (scale : ℝ) (q : ℕ → ℕ → ℝ) (k k' : ℕ → ℕ → ℕ → ℝ)
+        (sigma : ℝ),
+      0 ≤ scale →
+      (∀ t, t < n → scale * banded_witness nb w q (bdiff (k t) (k' t)) ≤ ((8138572642358 : ℝ) / 281474976710656)) →
+      tv (n + 1) (softmax (n + 1) (extend (fun t => scale * bdot nb w q (k t)) n sigma))
+        (softmax (n + 1) (extend (fun t => scale * bdot nb w q (k' t)) n sigma)) ≤ ((4069060284292 : ℝ) / 281474976710656) :=
+  centred_sink_banded_claim ((8138572642358 : ℝ) / 281474976710656) ((4069060284292 : ℝ) / 281474976710656) (by norm_num)
     (tanh_half_le_of_expUpper 1024 (by norm_num) ((8138572642358 : ℝ) / 281474976710656) ((4069060284292 : ℝ) / 281474976710656)
       (by norm_num) (by norm_num) (by norm_num))
 
 -- claim L02.attn_tv: centred form; C = 8619364638138 / 281474976710656; B = 4309410004926 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L02_attn_tv :
-    ∀ (n : ℕ) (s s' : ℕ → ℝ) (sigma : ℝ),
-      (∀ t, t < n → |s t - s' t| ≤ ((8619364638138 : ℝ) / 281474976710656)) →
-      tv (n + 1) (softmax (n + 1) (extend s n sigma)) (softmax (n + 1) (extend s' n sigma)) ≤ ((4309410004926 : ℝ) / 281474976710656) :=
-  centred_sink_claim ((8619364638138 : ℝ) / 281474976710656) ((4309410004926 : ℝ) / 281474976710656) (by norm_num)
+    ∀ (n nb : ℕ) (w : ℕ → ℕ) (scale : ℝ) (q : ℕ → ℕ → ℝ) (k k' : ℕ → ℕ → ℕ → ℝ)
+        (sigma : ℝ),
+      0 ≤ scale →
+      (∀ t, t < n → scale * banded_witness nb w q (bdiff (k t) (k' t)) ≤ ((8619364638138 : ℝ) / 281474976710656)) →
+      tv (n + 1) (softmax (n + 1) (extend (fun t => scale * bdot nb w q (k t)) n sigma))
+        (softmax (n + 1) (extend (fun t => scale * bdot nb w q (k' t)) n sigma)) ≤ ((4309410004926 : ℝ) / 281474976710656) :=
+  centred_sink_banded_claim ((8619364638138 : ℝ) / 281474976710656) ((4309410004926 : ℝ) / 281474976710656) (by norm_num)
     (tanh_half_le_of_expUpper 1024 (by norm_num) ((8619364638138 : ℝ) / 281474976710656) ((4309410004926 : ℝ) / 281474976710656)
       (by norm_num) (by norm_num) (by norm_num))
 
 -- claim L03.attn_tv: centred form; C = 8443368393668 / 281474976710656; B = 4221429486985 / 281474976710656
 set_option maxHeartbeats 4000000 in
 theorem L03_attn_tv :
-    ∀ (n : ℕ) (s s' : ℕ → ℝ) (sigma : ℝ),
-      (∀ t, t < n → |s t - s' t| ≤ ((8443368393668 : ℝ) / 281474976710656)) →
-      tv (n + 1) (softmax (n + 1) (extend s n sigma)) (softmax (n + 1) (extend s' n sigma)) ≤ ((4221429486985 : ℝ) / 281474976710656) :=
-  centred_sink_claim ((8443368393668 : ℝ) / 281474976710656) ((4221429486985 : ℝ) / 281474976710656) (by norm_num)
+    ∀ (n nb : ℕ) (w : ℕ → ℕ) (scale : ℝ) (q : ℕ → ℕ → ℝ) (k k' : ℕ → ℕ → ℕ → ℝ)
+        (sigma : ℝ),
+      0 ≤ scale →
+      (∀ t, t < n → scale * banded_witness nb w q (bdiff (k t) (k' t)) ≤ ((8443368393668 : ℝ) / 281474976710656)) →
+      tv (n + 1) (softmax (n + 1) (extend (fun t => scale * bdot nb w q (k t)) n sigma))
+        (softmax (n + 1) (extend (fun t => scale * bdot nb w q (k' t)) n sigma)) ≤ ((4221429486985 : ℝ) / 281474976710656) :=
+  centred_sink_banded_claim ((8443368393668 : ℝ) / 281474976710656) ((4221429486985 : ℝ) / 281474976710656) (by norm_num)
     (tanh_half_le_of_expUpper 1024 (by norm_num) ((8443368393668 : ℝ) / 281474976710656) ((4221429486985 : ℝ) / 281474976710656)
       (by norm_num) (by norm_num) (by norm_num))
 
