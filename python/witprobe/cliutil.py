@@ -100,8 +100,10 @@ def add_version(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--version", action="version", version=version_text(parser.prog))
 
 
-MAX_INPUT_BYTES = 64 * 2**20
-"""The largest input file any reader accepts (a run.json is a few hundred KB)."""
+MAX_INPUT_BYTES = 512 * 2**20
+"""The largest input file any reader accepts. A default run's run.json is about 8 MB; a 1,611-token
+prompt with ``--query-aligned 48`` wrote 81 MB (its shipped box rows), so the cap sits well above
+that; ``certify run`` refuses to write a record over it (it never writes what its readers refuse)."""
 MAX_JSON_DEPTH = 64
 """The deepest JSON nesting any reader accepts (witprobe's records nest about 8 deep)."""
 MAX_INT_DIGITS = 200

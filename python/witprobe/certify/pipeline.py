@@ -21,7 +21,7 @@ from witprobe.certify.derive import Derivation, as_run, derive
 from witprobe.certify.run_record import RunRecord
 from witprobe.certify.signature import SIGNATURE_FILE, sign_run_dir
 from witprobe.certify.kernels import KernelOutcomes, coq_check, lean_check, lean_real_check
-from witprobe.cliutil import InputError, check_json_value, check_writable, read_json
+from witprobe.cliutil import MAX_INPUT_BYTES, InputError, check_json_value, check_writable, read_json
 from witprobe.formal.render import render_run
 from witprobe.formal.render_coq import COQ_FILE, render_coq
 from witprobe.formal.render_lean_real import LEAN_REAL_FILE, render_lean_real
@@ -97,8 +97,11 @@ def produce(run: RunRecord | dict[str, Any], lean_mode: str, workdir: Path, lean
     the record types first."""
     run_text = canonical_json(as_run(run).to_json())
     run_sha = sha256_text(run_text)
+    if len(run_text.encode("utf-8")) > MAX_INPUT_BYTES:  # never write a record witprobe's own readers refuse
+        raise InputError("run.json", "", f"would be {len(run_text.encode('utf-8'))} bytes, over the readers' limit "
+                                         f"of {MAX_INPUT_BYTES} bytes: measure fewer or shorter prompts")
     stored = json.loads(run_text)
-    check_json_value(stored, "run.json")  # never write a record witprobe's own readers refuse
+    check_json_value(stored, "run.json")
     deriv = derive(stored)  # derive from exactly what is stored
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "run.json").write_text(run_text, encoding="utf-8")
