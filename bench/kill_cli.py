@@ -9,7 +9,8 @@ and ``ledger live`` (SmolLM2 served by transformers' continuous batching, 8 requ
    varies over the trials (from 1 s to well into the measurement), wait for it (and, for
    ``live``, for its server child, which watches its parent and shuts down). Each trial after
    the first starts on whatever the killed one before it left.
-2. Then run the command once more to completion on that ``--out``, without ``--force``.
+2. Then run the command once more to completion on that ``--out`` (with ``--force`` where a killed
+   run had already completed and renamed its output into place: replacing it must succeed).
 
 A trial is clean when the killed command left no ``--out`` (the directory is renamed into place
 only when complete), and the final run exits 0 (``certify run``: any verdict exit 0/5; ``live``:
@@ -52,7 +53,8 @@ def trial_set(name: str, trials: int, max_delay: float, root: Path) -> dict:
     for i in range(trials):
         delay = 1.0 + (max_delay - 1.0) * i / max(1, trials - 1)
         t0 = time.monotonic()
-        p = subprocess.Popen([sys.executable, *COMMANDS[name], "--out", str(out)], cwd=ROOT, env=env,
+        force = ["--force"] if out.exists() else []  # a run that completed before its kill: replace it, as a user would
+        p = subprocess.Popen([sys.executable, *COMMANDS[name], "--out", str(out), *force], cwd=ROOT, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         time.sleep(delay)
         finished = p.poll() is not None
@@ -68,9 +70,8 @@ def trial_set(name: str, trials: int, max_delay: float, root: Path) -> dict:
                        "wall_s": round(time.monotonic() - t0, 2)})
         print(f"[bench] {name} trial {i}: killed after {delay:.1f} s, out exists {out.exists()}, "
               f"beside it: {killed[-1]['leftovers']}", file=sys.stderr)
-        if finished:
-            break
-    f = subprocess.run([sys.executable, *COMMANDS[name], "--out", str(out)], cwd=ROOT, env=env,
+    force = ["--force"] if out.exists() else []
+    f = subprocess.run([sys.executable, *COMMANDS[name], "--out", str(out), *force], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=3600)
     left = sorted(x.name for x in root.iterdir() if x.name != "out")
     return {"command": name, "trials": killed, "n_killed": sum(not k["finished_before_kill"] for k in killed),
