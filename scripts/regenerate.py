@@ -86,6 +86,12 @@ STEPS: tuple[Step, ...] = (
          (PY, "bench/serving_throughput.py"), bench=True, minutes=5),
     Step("serving_kill", ("bench/results/serving_kill.json",),
          (PY, "bench/serving_kill.py"), bench=True, minutes=10),
+    Step("kill_cli_live", ("bench/results/kill_cli.json",),
+         (PY, "bench/kill_cli.py", "--trials", "20", "--max-delay", "15", "--commands", "ledger live",
+          "--out", "bench/results/kill_cli.json"), bench=True, minutes=15),
+    Step("kill_cli_certify", ("bench/results/kill_cli_certify.json",),
+         (PY, "bench/kill_cli.py", "--trials", "20", "--max-delay", "15", "--commands", "certify run",
+          "--out", "bench/results/kill_cli_certify.json"), bench=True, minutes=6),
 )
 
 
