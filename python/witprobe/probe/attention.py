@@ -12,7 +12,7 @@ what the model computes.
 from __future__ import annotations
 
 import contextvars
-from typing import TYPE_CHECKING
+from typing import Any
 
 import torch
 from torch import nn
@@ -21,12 +21,11 @@ from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
 from witprobe.probe.errors import ObserverError
 
-if TYPE_CHECKING:
-    from witprobe.probe.observer import Observer
 
 ATTN_IMPLEMENTATION = "witprobe"
 
-ACTIVE: contextvars.ContextVar["Observer | None"] = contextvars.ContextVar("witprobe_observer", default=None)
+# the active witprobe.probe.observer.Observer (typed Any: the observer imports this module, never the reverse)
+ACTIVE: contextvars.ContextVar[Any] = contextvars.ContextVar("witprobe_observer", default=None)
 
 
 def _repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
@@ -100,7 +99,7 @@ def witprobe_attention(
     return eager_attention(module, query, key, value, served_mask, scaling, dropout, sinks=sinks)
 
 
-def _served_retained(obs: "Observer | None", module: nn.Module, groups: int) -> torch.Tensor | None:
+def _served_retained(obs: Any, module: nn.Module, groups: int) -> torch.Tensor | None:
     """The retained-key mask ``(B, H, 1, T)`` of the layer this call reads, if it evicts."""
     if obs is None or obs.cache is None:
         return None
