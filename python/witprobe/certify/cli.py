@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-from witprobe.cliutil import (EXIT_INTERNAL, EXIT_USAGE, UsageError, add_version,
+from witprobe.cliutil import (EXIT_INTERNAL, EXIT_USAGE, OneLineParser, UsageError, add_version,
                               quiet_third_party, read_with, run_handler, terminal_safe, wants_quiet)
 from witprobe.probe.errors import MeterInputError
 
@@ -45,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     from witprobe.memory.codecs import CODECS
     from witprobe.models.zoo import DEFAULT_MODEL, MODELS
 
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="python -m witprobe.certify",
         description="Certify compressed attention memory on a model: measure, bound, and check with Coq.",
     )

@@ -316,6 +316,7 @@ def verify(path: Path | str, key: VerifyKey | None = None, expect: SignedHead | 
     res = VerifyResult(ok=True)
     sem = _Semantics()
     heads = _Heads(key, expect)
+    prev_hash = GENESIS
     try:
         db = connect(p, readonly=True)
         try:
@@ -333,8 +334,13 @@ def verify(path: Path | str, key: VerifyKey | None = None, expect: SignedHead | 
                         bad = f"record body does not parse as a ledger record: {e}"
                     except InputError as e:
                         bad = f"signed head: {e.problem}"
+                if bad is None and seq == 1 and kind == "open" and SEGMENT_LINK in parsed:
+                    bad = _check_link(parsed[SEGMENT_LINK], p)
+                    if bad is None:
+                        res.notes.append(f"a segment: record 1 chains to {parsed[SEGMENT_LINK]['file']} at record "
+                                         f"{parsed[SEGMENT_LINK]['n_records']}, which verifies")
                 if bad is not None:
-                    res.ok, res.first_bad, res.reason = False, seq, bad
+                    res.ok, res.first_bad, res.reason, res.head = False, seq, bad, prev_hash
                     return res
                 heads.seen(seq, h)
                 res.n_records = seq
@@ -346,6 +352,7 @@ def verify(path: Path | str, key: VerifyKey | None = None, expect: SignedHead | 
     except sqlite3.DatabaseError as e:
         res.ok = False
         res.first_bad = res.n_records + 1
+        res.head = prev_hash
         res.reason = f"the SQLite file is unreadable after record {res.n_records}: {e}"
         return res
     if res.n_records == 0:
@@ -444,6 +451,75 @@ def _check_record(seq: Any, kind: Any, body: Any, prev: Any, h: Any, expect: int
             return "body is not canonical JSON"
     except InputError as e:
         return f"body: {e.problem}"
+    return None
+
+
+SEGMENT_LINK = "previous_segment"
+"""The key of a segment's ``open`` record that names the segment before it (:func:`open_segment`)."""
+
+
+def segment_paths(path: Path | str) -> list[Path]:
+    """The segments of the journal ``path`` that exist, in order: ``path`` (``journal.sqlite``), then
+    ``journal.2.sqlite``, ``journal.3.sqlite``, ... up to the first that is missing."""
+    p = Path(path)
+    out, n = [], 1
+    while True:
+        q = p if n == 1 else p.with_name(f"{p.stem}.{n}{p.suffix}")
+        if not q.exists() and not q.is_symlink():
+            return out
+        out.append(q)
+        n += 1
+
+
+def open_segment(path: Path | str, *, synchronous: str = "NORMAL", header: dict[str, Any] | None = None,
+                 signer: SigningKey | None = None) -> Journal:
+    """The journal a (re)starting writer appends to, never an existing file.
+
+    Without a journal at ``path``, a new one there. Otherwise, a writer restarting after a crash or
+    a shutdown: a new segment file (:func:`segment_paths`: the next ``NAME.N.sqlite``) whose ``open``
+    record carries ``previous_segment = {file, n_records, head, status, reason}``: the last
+    segment's *verified prefix* (all of it when :func:`verify` accepts it; else the records before
+    the first bad one) and how that segment ended (``ok``, ``unclosed`` or ``bad``). The earlier
+    segments are never opened for writing, so what they committed stays valid; :func:`verify` of a
+    segment checks the link (the named record of the file beside it still has that hash)."""
+    p = Path(path)
+    segs = segment_paths(p)
+    if not segs:
+        return Journal(p, synchronous=synchronous, header=header, signer=signer)
+    last = segs[-1]
+    if last.is_symlink() or not last.is_file():
+        raise JournalError(f"cannot open a segment after {last}: it is not a regular file")
+    res = verify(last)
+    link = {"file": last.name, "n_records": res.n_records, "head": res.head, "status": res.status,
+            "reason": res.reason}
+    nxt = p.with_name(f"{p.stem}.{len(segs) + 1}{p.suffix}")
+    return Journal(nxt, synchronous=synchronous, header={**(header or {}), SEGMENT_LINK: link}, signer=signer)
+
+
+def _check_link(link: Any, path: Path) -> str | None:
+    """``None`` when the segment before ``path`` (named by ``link``) has ``link['head']`` as the hash of
+    record ``link['n_records']`` and its records up to there verify; else why not."""
+    if not isinstance(link, dict) or not isinstance(link.get("file"), str) or not isinstance(link.get("head"), str) \
+            or isinstance(link.get("n_records"), bool) or not isinstance(link.get("n_records"), int):
+        return "previous_segment must be {file, n_records, head, ...}"
+    name = link["file"]
+    if Path(name).name != name or name in ("", ".", ".."):
+        return f"previous_segment names {name!r}, not a file beside this one"
+    prev = path.with_name(name)
+    if not prev.is_file():
+        return f"previous_segment {name} is missing"
+    res = verify(prev)
+    if res.n_records < link["n_records"] or (res.n_records == link["n_records"] and res.head != link["head"]):
+        return (f"previous_segment {name}: its verified records ({res.n_records}, head {res.head[:16]}) are not the "
+                f"{link['n_records']} records, head {link['head'][:16]}, that this segment chains to")
+    if res.n_records > link["n_records"]:
+        db = connect(prev, readonly=True)
+        try:
+            row = db.execute("SELECT hash FROM journal WHERE seq = ?", (link["n_records"],)).fetchone()
+        finally:
+            db.close()
+        if (row[0] if row else GENESIS) != link["head"]:
+            return f"previous_segment {name}: record {link['n_records']} no longer has the hash this segment chains to"
     return None
 
 

@@ -404,10 +404,10 @@ def _parse_layers(text: str | None) -> int | tuple[int, ...] | None:
     return int(text)
 
 
-def main(argv: list[str] | None = None) -> int:
-    from witprobe.cliutil import add_version, run_handler
+def _parser() -> argparse.ArgumentParser:
+    from witprobe.cliutil import OneLineParser, add_version
 
-    ap = argparse.ArgumentParser(prog="python -m witprobe.gate", description="Acceptance gate for probe snapshots "
+    ap = OneLineParser(prog="python -m witprobe.gate", description="Acceptance gate for probe snapshots "
                                  "(coverage -> magnitude -> soundness). Exit 0 pass, 1 fail, 2 no input.")
     add_version(ap)
     ap.add_argument("snapshots", nargs="*", help="snapshot JSON files (globs are expanded)")
@@ -419,8 +419,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--magnitude-limit", type=float, default=MAGNITUDE_LIMIT,
                     help="largest magnitude a norm statistic may reach, a finite number > 0 (default: %(default)g)")
     ap.add_argument("--json", action="store_true", help="print one JSON record per snapshot")
-    args = ap.parse_args(argv)
-    return run_handler(_run, args, "witprobe.gate")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    from witprobe.cliutil import run_handler
+
+    return run_handler(_run, _parser().parse_args(argv), "witprobe.gate")
 
 
 def _run(args: argparse.Namespace) -> int:

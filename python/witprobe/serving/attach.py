@@ -54,7 +54,7 @@ import torch
 from witprobe.calculus.rounding import fraction_text
 from witprobe.ledger.accounts import Account, AccountBook
 from witprobe.ledger.identity import WARMUP_UID, IdentityTracker, Row, attribute
-from witprobe.ledger.journal import Journal
+from witprobe.ledger.journal import open_segment
 from witprobe.ledger.owner import OwnerLedger
 from witprobe.ledger.pool import FamilySpec, PagedPool
 from witprobe.ledger.slots import ReadTally, SlotState
@@ -175,7 +175,9 @@ class LiveLedger:
         self.pending: list[tuple[str, dict[str, Any]]] = []
         self.plan: BatchPlan | None = None
         self.alarms: set[str] = set()
-        self.journal = Journal(journal_path, synchronous=cfg.synchronous, signer=signer, header={
+        # a restart on an existing journal opens a new segment chained to its verified prefix: the old file is
+        # never written again, so what it committed stays valid (journal.open_segment)
+        self.journal = open_segment(journal_path, synchronous=cfg.synchronous, signer=signer, header={
             "delta_req": fraction_text(cfg.delta_req), "nonce": cfg.nonce, "config": cfg.as_dict(), "source": "witprobe.serving",
             "engine": {"page_size": self.page_size, "layers": len(self.layers), "kv_heads": self.heads, "head_dim": self.dim,
                        "blocks": self.n_blocks, "max_batch_tokens": int(self.cache.max_batch_tokens)},

@@ -315,7 +315,9 @@ class Handler(BaseHTTPRequestHandler):
 def _parser() -> argparse.ArgumentParser:
     from witprobe.serving.config import FAULTS
 
-    p = argparse.ArgumentParser(prog="python -m witprobe.serving.server", description="Loopback serving with the ledger attached.")
+    from witprobe.cliutil import OneLineParser
+
+    p = OneLineParser(prog="python -m witprobe.serving.server", description="Loopback serving with the ledger attached.")
     p.add_argument("--out", type=Path, required=True, help="directory of the journal (journal.sqlite)")
     p.add_argument("--ready-file", type=Path, required=True, help="written as {port, pid} once the server accepts requests")
     p.add_argument("--port", type=int, default=0, help="loopback port (default: any free port)")
@@ -341,8 +343,40 @@ def _watch_parent(pid: int, httpd: ThreadingHTTPServer) -> None:
             return
 
 
+def _usage(a: argparse.Namespace) -> str | None:
+    """Why the arguments cannot start a server (None when they can); checked before anything is written."""
+    if not 0 <= a.port <= 65535:
+        return f"--port must lie in [0, 65535], got {a.port}"
+    if a.num_blocks < 8 or a.max_batch_tokens < 16 or not 1 <= a.max_new_tokens <= 4096:
+        return "--num-blocks must be >= 8, --max-batch-tokens >= 16 and --max-new-tokens in [1, 4096]"
+    if a.out.is_symlink() or (a.out.exists() and not a.out.is_dir()):
+        return f"--out {a.out} is not a directory"
+    if a.ready_file.exists() or a.ready_file.is_symlink():
+        return f"--ready-file {a.ready_file} exists: the server writes it new and never over a file"
+    if not a.ready_file.parent.is_dir():
+        return f"--ready-file {a.ready_file}: {a.ready_file.parent} is not a directory"
+    if a.sign is not None and not a.sign.is_file():
+        return f"--sign {a.sign}: no such key file"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    a = _parser().parse_args(argv)
+    from witprobe.cliutil import run_handler
+
+    return run_handler(_serve, _parser().parse_args(argv), "witprobe serve")
+
+
+def _serve(a: argparse.Namespace) -> int:
+    from witprobe.cliutil import UsageError
+
+    why = _usage(a)
+    if why is not None:
+        raise UsageError(why)
+    if not a.no_ledger:
+        try:
+            a.out.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UsageError(f"cannot write --out {a.out}: {e.strerror or e}") from None
     from witprobe.ledger.trace import PROMPTS
     from witprobe.serving.config import LiveConfig
 
@@ -353,7 +387,12 @@ def main(argv: list[str] | None = None) -> int:
         from witprobe.signing import load_private
 
         signer = load_private(a.sign)
-    engine = Engine(ecfg, lcfg, None if lcfg is None else a.out / "journal.sqlite", signer)
+    from witprobe.ledger.journal import JournalError
+
+    try:
+        engine = Engine(ecfg, lcfg, None if lcfg is None else a.out / "journal.sqlite", signer)
+    except JournalError as e:
+        raise UsageError(str(e)) from None
     engine.warmup(PROMPTS[0], lcfg.warmup_prefix if lcfg else "warmup-")
     Handler.engine = engine
     httpd = ThreadingHTTPServer((LOOPBACK, a.port), Handler)
