@@ -133,7 +133,7 @@ def path_values(sb: Path) -> list[str]:
 
 
 NUMBERS = ["-1", "0", "1", "2", "nan", "inf", "-inf", "1e999", "9" * 400, "abc", "", "0.5", "1/0", "3/2", "1e-320",
-           "\x00", "--"]
+           "--"]
 WORDS = ["", "none", "x" * 200, "\x1b[2J", "smollm2", "int8", "on", "FULL", "../..", "mla", "{}", "a,b", "3,17"]
 
 
