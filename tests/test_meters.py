@@ -134,3 +134,36 @@ def test_read_rows_bound_holds_under_adversarial_alignment():
     tv = float(rows.tv_realized)
     assert tv > 0.05  # a real perturbation
     assert tv <= float(rows.centred_bound) and tv <= float(rows.eform_bound) and tv <= float(rows.plain_bound)
+
+
+@pytest.mark.parametrize("q_len,t", [(1, 37), (1, 700), (5, 300), (64, 129)])
+def test_grouped_reads_equal_the_repeated_cache_reference(q_len, t):
+    """The meters read each KV head once for its query heads (no repeated cache): the scores, their
+    float64 error bound and the output meter equal the reference on a repeated cache (the error bound
+    and the value witnesses bit for bit; products of length D within one rounding per term)."""
+    from witprobe.probe.meters import dense_scores, output_rows, score_error
+
+    g = torch.Generator().manual_seed(q_len * 1000 + t)
+    b, h, hkv, d, nb = 2, 6, 2, 16, 4
+    q = torch.randn(b, h, q_len, d, generator=g)
+    ke, ks = torch.randn(b, hkv, t, d, generator=g), torch.randn(b, hkv, t, d, generator=g)
+    kb = torch.rand(b, hkv, t, nb, generator=g, dtype=torch.float64)
+    got = dense_scores(q, ke, ks, kb, 0.25, h // hkv)
+    rep = lambda x: x.to(torch.float64).repeat_interleave(h // hkv, dim=1)  # noqa: E731
+    q64 = q.to(torch.float64)
+    for name, ref in (("s_exact", torch.matmul(q64, rep(ke).transpose(-1, -2)) * 0.25),
+                      ("s_served", torch.matmul(q64, rep(ks).transpose(-1, -2)) * 0.25)):
+        assert torch.allclose(getattr(got, name), ref, rtol=0, atol=1e-12 * float(ref.abs().max())), name
+    assert torch.equal(got.score_err, score_error(q64, rep(ks), 0.25))
+    p = torch.softmax(got.s_exact, -1)
+    ps = torch.softmax(got.s_served, -1)
+    ve, vs = torch.randn(b, hkv, t, d, generator=g), torch.randn(b, hkv, t, d, generator=g)
+    wv = torch.rand(b, h, t, generator=g, dtype=torch.float64)
+    vis = torch.ones_like(p, dtype=torch.bool)
+    tvb = torch.full(p.shape[:3], 0.1, dtype=torch.float64)
+    grouped = output_rows(p, ps, vis, ve, vs, wv, tvb)
+    repeated = output_rows(p, ps, vis, rep(ve), rep(vs), wv, tvb)
+    for f in ("err", "spread", "value_term", "bound"):
+        a, r = getattr(grouped, f), getattr(repeated, f)
+        assert torch.allclose(a, r, rtol=1e-12, atol=1e-14), f
+    assert torch.equal(grouped.value_term, repeated.value_term)

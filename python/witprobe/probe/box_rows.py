@@ -64,14 +64,21 @@ class BoxRowKeeper:
         if not (torch.isfinite(bound).all() and torch.isfinite(c_max).all()):
             raise ValueError("box rows: a row bound or radius is not finite")
         self.rows_seen += int(bound.numel())
+        grew = float(bound.max()) > self.threshold
         self.threshold = max(self.threshold, float(bound.max()))
-        self.chunks.append((c_max, bound, mass, rad))
-        self._prune(self.threshold / (1 + SLACK))
+        if grew:  # a higher cut: every kept row is tested again
+            self.chunks.append((c_max, bound, mass, rad))
+            self._prune(self.threshold / (1 + SLACK))
+        else:  # the kept rows already passed this cut: only the new chunk is tested (the same rows survive)
+            self._prune(self.threshold / (1 + SLACK), [(c_max, bound, mass, rad)])
+        if len(self.chunks) > 64:  # one tensor per field again: the next full prune is a few operations
+            self.chunks = [tuple(torch.cat(x) for x in zip(*self.chunks))]  # type: ignore[misc]
 
-    def _prune(self, cut: float) -> None:
-        """Drop the rows whose centred cap is at most ``cut`` (their ``c_max`` joins ``dropped_c_max``)."""
-        kept = []
-        for c_max, bound, mass, rad in self.chunks:
+    def _prune(self, cut: float, new: list | None = None) -> None:
+        """Drop the rows whose centred cap is at most ``cut`` (their ``c_max`` joins ``dropped_c_max``):
+        of every kept chunk, or only of ``new`` (then appended to the kept ones)."""
+        kept = [] if new is None else self.chunks
+        for c_max, bound, mass, rad in (self.chunks if new is None else new):
             keep = torch.tanh(c_max / 2) > cut
             if not keep.all():
                 self.dropped_c_max = max(self.dropped_c_max, float(c_max[~keep].max()))

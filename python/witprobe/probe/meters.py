@@ -108,16 +108,19 @@ class ReadRows:
     qa_box_rad: torch.Tensor | None = None
 
 
-def score_error(q: torch.Tensor, k: torch.Tensor, scaling: float) -> torch.Tensor:
+def score_error(q: torch.Tensor, k: torch.Tensor, scaling: float, groups: int = 1) -> torch.Tensor:
     """Bound of ``|fl(fl(q . k) * scale) - scale q . k|`` per row and key, ``(B, H, Q, T)``.
 
-    ``q`` is ``(B, H, Q, D)``, ``k`` is ``(B, H, T, D)`` (already repeated per query head); the
-    scores are float64 dot products of length ``D`` times the scale, so the error is at most
-    ``gamma_{D+1} * scale * ||q|| * ||k||`` (Higham, dot products; Cauchy-Schwarz on ``|q|.|k|``).
+    ``q`` is ``(B, H, Q, D)``, ``k`` is ``(B, H / groups, T, D)`` (each KV head read by ``groups``
+    consecutive query heads); the scores are float64 dot products of length ``D`` times the scale,
+    in any summation order, so the error is at most ``gamma_{D+1} * scale * ||q|| * ||k||``
+    (Higham, dot products; Cauchy-Schwarz on ``|q|.|k|``).
     """
     d = q.shape[-1]
     qn = q.to(torch.float64).norm(dim=-1)
     kn = k.to(torch.float64).norm(dim=-1)
+    if groups > 1:
+        kn = kn.repeat_interleave(groups, dim=1)  # (B, H, T): the norms, never the keys, repeated
     return (allowance(d + 1) * abs(scaling)) * qn.unsqueeze(-1) * kn.unsqueeze(-2)
 
 
@@ -282,7 +285,8 @@ def output_rows(
     visible:
         ``(B, H, Q, T)`` keys each row sees.
     v_exact, v_served:
-        ``(B, H, T, D)`` uncompressed and served values, already repeated per query head.
+        ``(B, H / g, T, D)`` uncompressed and served values, each KV head read by ``g`` consecutive
+        query heads (``g = 1``: one per query head).
     w_value:
         ``(B, H, T)`` value witnesses ``W^v_t = sum_b ||Delta v_{t,b}||``.
     tv_bound:
@@ -292,15 +296,17 @@ def output_rows(
         neither.
     """
     ve, vs = v_exact.to(torch.float64), v_served.to(torch.float64)
-    y = torch.matmul(p, ve)
-    y_hat = torch.matmul(ps, vs)
+    groups = p.shape[1] // vs.shape[1]
+    y = grouped_matmul(p, ve)
+    y_hat = grouped_matmul(ps, vs)
     diff = y - y_hat
     err = diff.norm(dim=-1)
     # ||v'_t - y_hat||^2 = ||v'_t||^2 - 2 v'_t . y_hat + ||y_hat||^2, plus an allowance for its float64
     # cancellation (a dot product of length D: gamma_{D+2} (||v'||^2 + ||y_hat||^2) covers every term)
-    vn2 = (vs * vs).sum(-1).unsqueeze(2)  # B,H,1,T
+    vn2 = (vs * vs).sum(-1)
+    vn2 = (vn2.repeat_interleave(groups, dim=1) if groups > 1 else vn2).unsqueeze(2)  # B,H,1,T
     yn2 = (y_hat * y_hat).sum(-1, keepdim=True)  # B,H,Q,1
-    d2 = vn2 - 2 * torch.matmul(y_hat, vs.transpose(-1, -2)) + yn2
+    d2 = vn2 - 2 * grouped_matmul(y_hat, vs.transpose(-1, -2)) + yn2
     d2 = d2.clamp_min(0) + allowance(vs.shape[-1] + 2) * (vn2 + yn2)
     wv = w_value.to(torch.float64).unsqueeze(2)  # B,H,1,T
     reach = torch.where(visible, d2.sqrt() + wv, torch.zeros_like(d2))
@@ -407,9 +413,24 @@ def dense_scores(query: torch.Tensor, keys_exact: torch.Tensor, keys_served: tor
     """
     bands = key_band_norms.shape[-1]
     q = query.to(torch.float64)
-    ke = keys_exact.to(torch.float64).repeat_interleave(groups, dim=1)
-    ks = keys_served.to(torch.float64).repeat_interleave(groups, dim=1)
-    s_exact = torch.matmul(q, ke.transpose(-1, -2)) * scaling
-    s_served = torch.matmul(q, ks.transpose(-1, -2)) * scaling
+    ke = keys_exact.to(torch.float64)
+    ks = keys_served.to(torch.float64)
+    s_exact = grouped_matmul(q, ke.transpose(-1, -2)) * scaling
+    s_served = grouped_matmul(q, ks.transpose(-1, -2)) * scaling
     comp = ScoreComponent(band_norms(q, bands), key_band_norms.repeat_interleave(groups, dim=1))
-    return DenseScores(s_exact, s_served, comp, score_error(q, ks, scaling))
+    return DenseScores(s_exact, s_served, comp, score_error(q, ks, scaling, groups))
+
+
+def grouped_matmul(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """``x_h @ y_{h // g}`` for every query head ``h``, without repeating ``y``: ``x`` ``(B, H, Q, M)``,
+    ``y`` ``(B, H / g, M, N)``, returns ``(B, H, Q, N)``.
+
+    The ``g`` query heads of a KV head are stacked as rows of one product (grouped-query
+    attention's own layout), so no per-head copy of the cache is made. Each entry is the same
+    float64 dot product of length ``M`` as with a repeated ``y``, possibly summed in another order
+    (the float allowances of the scores and outputs hold for any order)."""
+    b, h, q, m = x.shape
+    hk = y.shape[1]
+    if h == hk:
+        return torch.matmul(x, y)
+    return torch.matmul(x.reshape(b, hk, (h // hk) * q, m), y).reshape(b, h, q, y.shape[-1])

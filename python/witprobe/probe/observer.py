@@ -299,6 +299,7 @@ class Observer:
         if self.padding is not None:  # the query rows are the last q_len positions of the keys
             t = key.shape[2]
             rows_real = self._positions(f"layer {layer_idx} read", t - q_len, t, query.shape[0])
+        values = None  # the float64 values of this read, cast once for all its row chunks
         for start in range(0, q_len, self.row_chunk):
             stop = min(q_len, start + self.row_chunk)
             m = None if mask is None else mask[:, :, start:stop, :]
@@ -324,11 +325,12 @@ class Observer:
             self._offer_box_rows(layer_idx, rows, keep)
             ev = None if inputs.evict is None else self._fold_evict(acc, inputs)
             if value is not None and sinks is None and indices is None and hasattr(layer, "read_values"):
-                try:
-                    ve, vs, wv = layer.read_values(value, query.shape[1] // value.shape[1])
-                except ValueError as e:
-                    raise ObserverError(str(e)) from e
-                self._fold_output(acc, rows, inputs.visible, ve, vs, wv, self.projections.get(layer_idx), keep, ev)
+                if values is None:
+                    try:
+                        values = layer.read_values(value, query.shape[1] // value.shape[1])
+                    except ValueError as e:
+                        raise ObserverError(str(e)) from e
+                self._fold_output(acc, rows, inputs.visible, *values, self.projections.get(layer_idx), keep, ev)
             if inputs.width:
                 acc.fold("fp_width", torch.tensor([float(inputs.width)], dtype=torch.float64))
             for name, flags in inputs.counters.items():

@@ -339,12 +339,13 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
 
 
     def read_values(self, value: torch.Tensor, groups: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Exact values, served values and value witnesses ``W^v_t``, per query head:
-        ``(B, H, T, D)``, ``(B, H, T, D)``, ``(B, H, T)`` (float64). ``value`` must be the served values."""
+        """Exact values and served values per KV head, ``(B, Hkv, T, D)`` (read by ``groups`` query heads
+        each: :func:`witprobe.probe.meters.output_rows`), and the value witnesses ``W^v_t`` per query
+        head ``(B, H, T)`` (float64). ``value`` must be the served values."""
         if self.values is None or value.shape != self.values.shape or value.data_ptr() != self.values.data_ptr():
             raise ValueError(f"layer {self.layer_idx}: attention read values that are not the served values")
-        ve = self.exact_values.to(torch.float64).repeat_interleave(groups, dim=1)
-        vs = value.to(torch.float64).repeat_interleave(groups, dim=1)
+        ve = self.exact_values.to(torch.float64)
+        vs = value.to(torch.float64)
         w = self.value_band_norms.to(torch.float64).sum(-1).repeat_interleave(groups, dim=1)
         return ve, vs, w
 
