@@ -47,6 +47,8 @@ ARTIFACT = ROOT / "artifacts" / "coverage" / "qwen3-int8"
 LONG = {("certify", "run"), ("certify", "coverage"), ("ledger", "simulate"), ("ledger", "live"), ("ledger", "record"),
         ("ledger", "sentinel"), ("ledger", "campaign"), ("ledger", "reads"), ("ledger", "replay"), ("serve", "")}
 """Commands whose valid arguments start long work (a measurement or a server)."""
+OWN_RECORDS = {".witprobe-output.json"}
+"""Hidden files witprobe writes on purpose: an output directory's manifest (not a leftover)."""
 
 
 def commands() -> dict[tuple[str, str], list[argparse.Action]]:
@@ -215,8 +217,8 @@ def run_case(key: tuple[str, str], argv: list[str], sb: Sandbox, timeout: float)
     damaged = sb.damage()
     if damaged:
         problems.append("user files changed: " + ", ".join(damaged[:3]))
-    leftovers = [e for e in sb.new_entries() if state == "done" and Path(e).name.startswith(".")
-                 and (".witprobe-" in e or e.endswith(".tmp"))]
+    leftovers = [e for e in sb.new_entries() if state in ("done", "interrupted") and Path(e).name.startswith(".")
+                 and (".witprobe-" in e or e.endswith(".tmp")) and Path(e).name not in OWN_RECORDS]
     if leftovers:
         problems.append("leftovers: " + ", ".join(leftovers[:3]))
     return {"command": " ".join(x for x in key if x), "argv": argv, "exit": rc, "state": state,

@@ -41,6 +41,9 @@ FINDINGS = [
     (("serve", ""), ["serve", "--fault", "0", "--no-ledger", "--sign", "{sb}/user"]),
     (("serve", ""), ["serve", "--out", "{sb}/new_out", "--ready-file", "{sb}/user/precious.txt"]),  # wrote over it
     (("serve", ""), ["serve", "--out", "{sb}/link_dir", "--ready-file", "{sb}/new_ready"]),
+    (("certify", "schema"), ["certify", "schema", "--out", "{sb}/user/precious.txt", "--force"]),  # replaced it
+    (("ledger", "replay"), ["ledger", "replay", "{sb}/" + "n" * 300, "--force"]),  # traceback: name too long
+    (("certify", "coverage"), ["certify", "coverage", "--max-new-tokens", "9" * 400]),  # traceback, after setup
 ]
 
 

@@ -416,3 +416,30 @@ def test_a_writer_killed_with_sigkill_leaves_a_folder_the_next_writer_removes(tm
     assert (mine / "notes.txt").read_text() == "mine" and forged.is_dir() and (out / "f").read_text() == "x"
     assert not (out / safe_output.PARTIAL_MARK).exists()
     assert set(safe_output.read_manifest(out).files) == {"f"}
+
+
+def test_force_replaces_a_standalone_file_only_if_witprobe_wrote_it_unchanged(tmp_path):
+    """``--out FILE --force`` (schema, report, replay, sentinel, reads): the file is replaced only when
+    its record ``.NAME.witprobe`` names its current sha256 (the CLI fuzz found ``certify schema --out
+    precious.txt --force`` writing over a user's file)."""
+    mine = tmp_path / "notes.json"
+    mine.write_text("mine\n")
+    with pytest.raises(safe_output.OutputRefused, match="witprobe did not write it"):
+        safe_output.write_file(mine, "{}\n", force=True)
+    assert mine.read_text() == "mine\n"
+    out = tmp_path / "schema.json"
+    safe_output.write_file(out, "{}\n")
+    assert (tmp_path / ".schema.json.witprobe").is_file()
+    safe_output.write_file(out, '{"a": 1}\n', force=True)  # its own file, unchanged: replaced
+    assert out.read_text() == '{"a": 1}\n'
+    out.write_text("edited by a person\n")
+    with pytest.raises(safe_output.OutputRefused, match="changed since"):
+        safe_output.write_file(out, "{}\n", force=True)
+    assert out.read_text() == "edited by a person\n"
+    # a record that is a link is never read through, and a copied record does not vouch for another file
+    other = tmp_path / "other.json"
+    other.write_text("{}\n")
+    (tmp_path / ".other.json.witprobe").symlink_to(tmp_path / ".schema.json.witprobe")
+    with pytest.raises(safe_output.OutputRefused, match="witprobe did not write it"):
+        safe_output.write_file(other, "[]\n", force=True)
+    assert other.read_text() == "{}\n"

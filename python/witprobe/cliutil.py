@@ -17,6 +17,7 @@ Standard library only (``witprobe.gate`` is importable without torch).
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import math
 import os
@@ -264,6 +265,16 @@ def _stdout_gone() -> None:
         pass
 
 
+_UNUSABLE_PATH = (errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR)
+"""Errors of a path given on the command line, not of witprobe: one line, exit 2."""
+
+
+def _internal_error() -> int:
+    traceback.print_exc()
+    print("internal error (exit 4)", file=sys.stderr)
+    return EXIT_INTERNAL
+
+
 def run_handler(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace, prog: str) -> int:
     """Run one command's handler with the shared exit-code contract (module docstring)."""
     try:
@@ -273,6 +284,12 @@ def run_handler(handler: Callable[[argparse.Namespace], int], args: argparse.Nam
     except UsageError as e:
         print("error: " + terminal_safe(" ".join(str(e).split())), file=sys.stderr)  # always one line
         return EXIT_USAGE
+    except OSError as e:
+        if e.errno not in _UNUSABLE_PATH:
+            return _internal_error()
+        # a path the system cannot resolve (too long, a symlink loop, a component that is not a directory)
+        print("error: " + terminal_safe(f"{e.filename}: {e.strerror}"), file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -280,9 +297,7 @@ def run_handler(handler: Callable[[argparse.Namespace], int], args: argparse.Nam
         _stdout_gone()
         return EXIT_BROKEN_PIPE
     except Exception:  # noqa: BLE001 - the exit code contract says 4
-        traceback.print_exc()
-        print("internal error (exit 4)", file=sys.stderr)
-        return EXIT_INTERNAL
+        return _internal_error()
     finally:
         safe_output = sys.modules.get("witprobe.safe_output")
         if safe_output is not None:

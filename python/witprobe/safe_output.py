@@ -24,7 +24,8 @@ Every command that writes goes through this module. Its rules:
    beside the destination (``.NAME.witprobe-lock``, removed when released); a second writer on
    the same destination fails at once with exit 2.
 5. **No silent overwrite.** A file that exists is replaced only with ``--force`` (a standalone
-   output such as ``--out FILE``), or when the directory's manifest says witprobe wrote it and
+   output such as ``--out FILE``, and only while its record ``.FILE.witprobe`` names its current
+   sha256: witprobe wrote it and nobody changed it), or when the directory's manifest says witprobe wrote it and
    its bytes are unchanged (a derived page such as ``gate.json`` or ``report.html`` rewritten
    in its own output directory).
 
@@ -647,15 +648,65 @@ def check_new_file(path: Path | str, force: bool = False) -> Path:
             raise OutputRefused(f"cannot write {path}: it is not a regular file")
         if not force:
             raise OutputRefused(f"{path} exists; pass --force to replace it")
+        if not _standalone_is_ours(path):
+            raise OutputRefused(f"{path} exists and witprobe did not write it (or it changed since; no matching "
+                                f"{_standalone_record(path).name}): --force replaces only witprobe's own files; "
+                                "move it or choose another --out")
     if not os.access(path.parent, os.W_OK | os.X_OK):
         raise OutputRefused(f"cannot write {path}: {path.parent} is not writable")
     return path
 
 
+_STANDALONE_TEXT = "witprobe standalone output\n"
+
+
+def _standalone_record(path: Path) -> Path:
+    """The record beside a standalone output ``NAME``: ``.NAME.witprobe``, witprobe's text and the
+    file's sha256 (what lets ``--force`` tell witprobe's file from a user's)."""
+    return path.parent / f".{path.name}.witprobe"
+
+
+def _standalone_is_ours(path: Path) -> bool:
+    """Whether ``path`` is a standalone output witprobe wrote and nobody changed since: its record
+    (a regular file, never followed through a link) names the file's current sha256."""
+    rec = _standalone_record(path)
+    try:
+        fd = os.open(rec, _READ_FLAGS)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        text = os.read(fd, 4096).decode("ascii", "replace")
+    finally:
+        os.close(fd)
+    if not text.startswith(_STANDALONE_TEXT):
+        return False
+    try:
+        return sha256_file(path) == text[len(_STANDALONE_TEXT):].strip()
+    except OSError:
+        return False
+
+
+def _write_standalone_record(path: Path, digest: str) -> None:
+    rec = _standalone_record(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.write(fd, (_STANDALONE_TEXT + digest + "\n").encode("ascii"))
+        os.close(fd)
+        if os.path.islink(rec) or (os.path.lexists(rec) and not os.path.isfile(rec)):
+            raise OutputRefused(f"cannot record {path}: {rec} is not a regular file")
+        os.replace(tmp, rec)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
 @contextlib.contextmanager
 def new_file(path: Path | str, force: bool = False) -> Iterator[Path]:
     """A standalone output file (``--out FILE``): yields a fresh temporary path beside it to write
-    to, then renames it onto ``path``; an existing file is replaced only with ``force``, and
+    to, then renames it onto ``path``; an existing file is replaced only with ``force``, only if
+    witprobe wrote it and it is unchanged (its record ``.NAME.witprobe`` names its sha256), and
     never a directory, a symbolic link or a special file. On any error the temporary is removed."""
     path = check_new_file(path, force)
     with locked(path):
@@ -671,6 +722,7 @@ def new_file(path: Path | str, force: bool = False) -> Iterator[Path]:
             os.umask(umask)
             os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; the output is ordinary
             check_new_file(path, force)  # again: a link or file may have been planted meanwhile
+            digest = sha256_file(tmp)
             if force:
                 os.replace(tmp, path)  # replaces the name itself, never writes through a link
             else:
@@ -680,6 +732,7 @@ def new_file(path: Path | str, force: bool = False) -> Iterator[Path]:
                     raise OutputRefused(f"{path} appeared while witprobe was writing it; pass --force to replace it") from None
                 except OSError:  # no hard links on this file system
                     os.replace(tmp, path)
+            _write_standalone_record(path, digest)
         finally:
             if os.path.lexists(tmp):
                 os.unlink(tmp)

@@ -393,6 +393,8 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
     from witprobe.certify.progress import Progress
     from witprobe.safe_output import check_into, check_replaceable, hold
 
+    if not 1 <= args.max_new_tokens <= 4096:  # before any output is prepared (the measurement's own range)
+        raise UsageError(f"--max-new-tokens must lie in [1, 4096], got {args.max_new_tokens}")
     if args.quiet:
         quiet_third_party()
     models = tuple(args.models) if args.models else COVERAGE_MODELS
