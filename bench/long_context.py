@@ -167,11 +167,11 @@ def child(mode: str, context: int, new_tokens: int, codec: str) -> dict[str, Any
         real_measure = measure_mod.measure
         timing: dict[str, Any] = {}
 
-        def timed_measure(ld, cfg, progress=None):  # noqa: ANN001 - the wrapped signature
+        def timed_measure(ld, cfg, progress=None, *args, **kw):  # noqa: ANN001 - the wrapped signature
             t = time.perf_counter()
-            run = real_measure(ld, cfg, progress).to_json()
+            run = real_measure(ld, cfg, progress, *args, **kw)
             timing["measure_s"] = time.perf_counter() - t
-            timing["requests"] = run["requests"]
+            timing["requests"] = run.to_json()["requests"]
             return run
 
         measure_mod.measure = timed_measure
