@@ -42,3 +42,22 @@ def test_on_a_terminal_the_bar_is_live_and_cleared():
 def test_quiet_writes_nothing():
     assert _serve(io.StringIO(), 3, quiet=True) == ""
     assert _serve(_Terminal(), 3, quiet=True) == ""
+
+
+def test_off_a_terminal_a_line_comes_every_interval_without_a_token(monkeypatch):
+    """A metered prefill can take minutes before the first token: the log still gets a line each
+    interval, saying the prompt's forward is under way and how long it has run."""
+    import time
+
+    monkeypatch.setattr(progress, "LOG_EVERY_S", 0.05)
+    stream = io.StringIO()
+    streamer = progress.TokenProgress(progress.Progress(stream=stream), "request 1/1", 4)
+    streamer.put(None)  # the prompt: no token generated yet
+    time.sleep(0.5)
+    streamer.end()
+    lines = [ln for ln in stream.getvalue().splitlines() if "prefill" in ln]
+    assert len(lines) >= 3, stream.getvalue()
+    assert all(ln.startswith("[witprobe] request 1/1:") and "0/4" in ln for ln in lines)
+    n = len(stream.getvalue().splitlines())
+    time.sleep(0.2)
+    assert len(stream.getvalue().splitlines()) == n  # closed: the heartbeat stopped

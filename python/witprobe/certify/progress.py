@@ -1,9 +1,12 @@
 """Progress of a run on stderr, drawn by tqdm: a live bar on a terminal; off one (CI logs, pipes)
-one line per stage and one line every :data:`LOG_EVERY_S` seconds of generation, never silence."""
+one line per stage and one line every :data:`LOG_EVERY_S` seconds of generation, never silence:
+a request's line comes every :data:`LOG_EVERY_S` seconds even while no token arrives (a long
+metered prefill), with the elapsed time, what is done and tqdm's estimate of the time left."""
 
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Any, TextIO
 
 from tqdm import tqdm
@@ -43,9 +46,33 @@ class Progress:
 
     def bar(self, label: str, total: int) -> tqdm:
         """A tqdm bar of ``total`` tokens: live and cleared at its end on a terminal, periodic lines off one."""
-        return tqdm(total=total, desc=f"[witprobe] {label}", unit="token", disable=self.quiet, leave=False,
-                    file=self.stream if self.live else _Lines(self.stream), dynamic_ncols=self.live,
-                    ascii=not self.live, mininterval=0.1 if self.live else LOG_EVERY_S)
+        if self.live or self.quiet:
+            return tqdm(total=total, desc=f"[witprobe] {label}", unit="token", disable=self.quiet, leave=False,
+                        file=self.stream, dynamic_ncols=True, mininterval=0.1)
+        return _Heartbeat(total=total, desc=f"[witprobe] {label}", unit="token", leave=False, file=_Lines(self.stream),
+                          dynamic_ncols=False, ascii=True, mininterval=LOG_EVERY_S)
+
+
+class _Heartbeat(tqdm):
+    """Off a terminal: a bar that also prints its line every :data:`LOG_EVERY_S` seconds without an
+    update (the first token of a long prompt can take minutes), until it is closed."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._stopped = threading.Event()
+        self._beat = threading.Thread(target=self._run, args=(LOG_EVERY_S,), daemon=True)
+        self._beat.start()
+
+    def _run(self, every: float) -> None:
+        while not self._stopped.wait(max(every, 0.01)):
+            self.set_postfix_str("prefill (the prompt's metered forward)" if self.n == 0 else "", refresh=False)
+            self.refresh()
+
+    def close(self) -> None:
+        stopped = getattr(self, "_stopped", None)
+        if stopped is not None:
+            stopped.set()
+        super().close()
 
 
 class TokenProgress:
