@@ -182,8 +182,11 @@ def make_case(cmds: dict, rng: random.Random, sb: Path) -> tuple[tuple[str, str]
 def run_case(key: tuple[str, str], argv: list[str], sb: Sandbox, timeout: float) -> dict:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT / "python")}
     t0 = time.perf_counter()
+    # SIGINT at its default in the child even when this bench runs as a background job, which
+    # ignores it (an ignored SIGINT is inherited, and Python then installs no KeyboardInterrupt handler)
     proc = subprocess.Popen([sys.executable, "-m", "witprobe", *argv], cwd=sb.root, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+                            stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     state = "done"
     try:
         out, err = proc.communicate(timeout=timeout)
