@@ -284,18 +284,18 @@ def run_handler(handler: Callable[[argparse.Namespace], int], args: argparse.Nam
     except UsageError as e:
         print("error: " + terminal_safe(" ".join(str(e).split())), file=sys.stderr)  # always one line
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # before OSError, its base class
+        _stdout_gone()
+        return EXIT_BROKEN_PIPE
     except OSError as e:
         if e.errno not in _UNUSABLE_PATH:
             return _internal_error()
         # a path the system cannot resolve (too long, a symlink loop, a component that is not a directory)
         print("error: " + terminal_safe(f"{e.filename}: {e.strerror}"), file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        _stdout_gone()
-        return EXIT_BROKEN_PIPE
     except Exception:  # noqa: BLE001 - the exit code contract says 4
         return _internal_error()
     finally:
