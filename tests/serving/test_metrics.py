@@ -125,3 +125,34 @@ def test_each_server_has_its_own_registry(serve):
     assert scrape(ua)[1]["witprobe_batches_total"] == {(): 5.0}
     assert scrape(ub)[1]["witprobe_batches_total"] == {(): 99.0}
     assert not any(m.name.startswith("witprobe_") for m in REGISTRY.collect()), "the global registry stays untouched"
+
+
+def test_read_meter_families_scrape_as_a_histogram_per_layer_and_counters(serve):
+    """A real :class:`LiveReadMeter` fed three reads: the bound histogram's buckets are cumulative and
+    count every row, the counters match the meter, and a mismatch is labelled with its layer."""
+    import numpy as np
+    import torch
+
+    from witprobe.serving.read_meter import BOUND_BUCKETS, LiveReadMeter, RequestAttention
+
+    led = stand_in_ledger()
+    led.meter = LiveReadMeter([0, 1, 2], (1, 2), heads=1, dim=4, n_slots=8, bands=1, tau=0.05, audit_rate=0.0,
+                              keep_exact=False, seed=0, dtype=torch.float32)
+    rec = RequestAttention.empty(led.meter.metered)
+    led.meter._tally(0, rec, torch.tensor([[0.0, 0.02, 0.5]], dtype=torch.float64))
+    led.meter._tally(1, rec, torch.tensor([[2e-4]], dtype=torch.float64))
+    led.meter.totals["rows_over_tau"] = 1
+    led.meter.totals["rows_enforced"] = 1
+    led.meter.mismatch_by_layer[1] = 2
+    _, v, types = scrape(serve(led, {}))
+    assert types["witprobe_attention_bound"] == "histogram"
+    b1 = {dict(k)["le"]: x for k, x in v["witprobe_attention_bound_bucket"].items() if dict(k)["layer"] == "1"}
+    assert b1["+Inf"] == 3.0 and b1["0.01"] == 1.0 and b1["0.03"] == 2.0 and b1["0.3"] == 2.0 and b1["1.0"] == 3.0
+    counts = [b1[repr(float(le))] for le in BOUND_BUCKETS]
+    assert counts == sorted(counts)
+    assert v["witprobe_attention_bound_count"] == {(("layer", "1"),): 3.0, (("layer", "2"),): 1.0}
+    assert np.isclose(v["witprobe_attention_bound_sum"][(("layer", "1"),)], 0.52)
+    assert v["witprobe_attention_rows_total"] == {(): 4.0}
+    assert v["witprobe_attention_fallbacks_total"] == {(): 1.0}
+    assert v["witprobe_audit_mismatches_total"] == {(("layer", "1"),): 0.0, (("layer", "2"),): 2.0}
+    assert v["witprobe_attention_tau"] == {(): 0.05}

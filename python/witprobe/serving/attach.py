@@ -61,6 +61,10 @@ from witprobe.ledger.slots import ReadTally, SlotState
 from witprobe.ledger.writer import CertifiedWriter, WriterConfig
 from witprobe.memory.stochastic_rounding import encode_e4m3
 from witprobe.serving.config import DROP_PLAN_PERIOD, FAMILIES, LiveConfig
+from witprobe.serving.attention_entry import Override, current, override, restore
+from witprobe.serving.read_meter import LiveReadMeter, ReadSpan
+#: Finished requests whose attention record the verdict still answers from memory.
+ATTENTION_KEPT = 4096
 
 
 class AttachError(RuntimeError):
@@ -173,8 +177,19 @@ class LiveLedger:
         self.wall_s = 0.0
         self.lock = threading.RLock()
         self.pending: list[tuple[str, dict[str, Any]]] = []
+        self.attention_done: dict[str, dict[str, Any]] = {}
         self.plan: BatchPlan | None = None
         self.alarms: set[str] = set()
+        self.meter: LiveReadMeter | None = None
+        if cfg.live_bound:
+            missing = sorted(set(cfg.bound_layers or ()) - set(self.layers))
+            if missing:
+                raise AttachError(f"bound_layers names layers {missing} that the engine does not have (it has {len(self.layers)})")
+            self.meter = LiveReadMeter(self.layers, cfg.bound_layers, self.heads, self.dim, self.n_blocks * self.page_size,
+                                       cfg.bands, cfg.tau, cfg.audit_rate, cfg.keep_exact, cfg.audit_seed, a.cache_tensor.dtype)
+        self._modules = {id(m) for m in manager.model.modules() if hasattr(m, "layer_idx")}
+        self._read_ctx: tuple[BatchPlan, int, int] | None = None
+        self._attention_saved: Override | None = None
         # a restart on an existing journal opens a new segment chained to its verified prefix: the old file is
         # never written again, so what it committed stays valid (journal.open_segment)
         self.journal = open_segment(journal_path, synchronous=cfg.synchronous, signer=signer, header={
@@ -182,6 +197,7 @@ class LiveLedger:
             "engine": {"page_size": self.page_size, "layers": len(self.layers), "kv_heads": self.heads, "head_dim": self.dim,
                        "blocks": self.n_blocks, "max_batch_tokens": int(self.cache.max_batch_tokens)},
             "pool": {"namespaces_disjoint": self.pool.namespaces_disjoint(), "invalidate_on_reuse": self.pool.invalidate_on_reuse},
+            "read_meter": None if self.meter is None else self.meter.config(),
         })
         self.book.open(WARMUP_UID, "warmup", None)
         self.journal.append("account_open", {"uid": WARMUP_UID, "rid": None, "kind": "warmup"})
@@ -205,9 +221,21 @@ class LiveLedger:
         self._wrap(a, "mark_complete_blocks", lambda orig: lambda rid, toks, n: self._mark_complete(orig, rid, toks, n))
         self._wrap(c, "free_blocks", lambda orig: lambda rid, no_cache=False: self._free(orig, rid, no_cache))
         self._wrap(self.bp.scheduler, "finish_request", lambda orig: lambda rid: self._finish(orig, rid))
+        if self.meter is not None:
+            self._install_attention()
         self.attached = True
 
+    def _install_attention(self) -> None:
+        """Route the engine's attention calls through :meth:`_attend` (calls from modules of other
+        models go straight to the function that was there)."""
+        orig = current()
+        self._attention_saved = override(lambda module, query, key, value, attention_mask, *args, **kw: self._attend(
+            orig, module, query, key, value, attention_mask, *args, **kw))
+
     def uninstall(self) -> None:
+        if self._attention_saved is not None:
+            restore(self._attention_saved)
+            self._attention_saved = None
         for s in reversed(self._saved):
             if s.had:
                 setattr(s.obj, s.name, s.old)
@@ -291,6 +319,12 @@ class LiveLedger:
         with self.lock:
             self.handles.pop(rid, None)
             recs = [("account_close", self._close_body(self.book.get(uid))) for uid in self.uids_of.get(rid, [])]
+            att = None if self.meter is None else self.meter.finish(rid)
+            if att is not None:
+                self.attention_done[rid] = att
+                while len(self.attention_done) > ATTENTION_KEPT:  # the journal keeps them all; memory keeps the newest
+                    self.attention_done.pop(next(iter(self.attention_done)))
+                recs.append(("attention", {"rid": rid, "uids": list(self.uids_of.get(rid, [])), **att}))
             self.journal.append_many(self.pending + recs)
             self.pending = []
 
@@ -375,10 +409,13 @@ class LiveLedger:
             if plan is None:
                 raise AttachError("a layer update before the first layer of its batch")
             served = [self._write(plan, li, f, x) for f, x in zip(FAMILIES, (key_states, value_states))]
+            if self.meter is not None:
+                self.meter.on_write(layer_idx, plan.write_slots, key_states, served[0], value_states)
         k_out, v_out = orig(served[0], served[1], layer_idx, kwargs)
         with self.lock:
             for f, x in zip(FAMILIES, (k_out, v_out)):
                 self._read(plan, li, f, x)
+            self._read_ctx = (plan, li, layer_idx)
             if li == len(self.layers) - 1:
                 self._end(plan)
         return k_out, v_out
@@ -499,6 +536,31 @@ class LiveLedger:
         self.wall_s += time.perf_counter() - plan.t0
         self.plan = None
 
+    # --- the attention read ------------------------------------------------------------------------
+    def _attend(self, orig: Callable, module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                attention_mask: torch.Tensor | None, *args: Any, **kw: Any) -> tuple[torch.Tensor, Any]:
+        """The engine's attention call: the kernel runs, then the read meter bounds, audits and (with
+        ``tau``) enforces its rows. Calls of other models' modules pass straight through."""
+        out, weights = orig(module, query, key, value, attention_mask, *args, **kw)
+        if id(module) not in self._modules or self.meter is None:
+            return out, weights
+        with self.lock:
+            ctx, self._read_ctx = self._read_ctx, None
+            if ctx is None or ctx[2] != getattr(module, "layer_idx", None):
+                raise AttachError("an attention call without the cache update of its layer: the read cannot be metered")
+            plan, _li, layer = ctx
+            scaling = kw.get("scaling", args[0] if args else None)
+            if scaling is None:
+                scaling = query.shape[-1] ** -0.5
+            cq = np.concatenate([[0], np.cumsum(plan.q)])
+            spans = [ReadSpan(rid, int(cq[i]), int(cq[i + 1]), int(plan.read_offsets[i]), int(plan.read_offsets[i + 1]),
+                              plan.read_slots[i], int(plan.past[i]))
+                     for i, rid in enumerate(plan.rids) if plan.row_uids[i] is not None]
+            res = self.meter.on_read(layer, spans, query, key, value, attention_mask, float(scaling), out)
+            for a in res.alerts:
+                self.pending.append(("audit_mismatch", {"batch": plan.index, **a}))
+        return res.output, weights
+
     # --- records -----------------------------------------------------------------------------------
     def verdict(self, rid: str) -> dict[str, Any] | None:
         """The ledger's reading for one request (a cache of the journal; the gate re-derives it)."""
@@ -508,7 +570,10 @@ class LiveLedger:
             uids = list(self.uids_of.get(rid, []))
             if not uids:
                 return None
-            return request_verdict(rid, [self.book.get(u) for u in uids], rid in self.finished, self.cfg.delta_req)
+            v = request_verdict(rid, [self.book.get(u) for u in uids], rid in self.finished, self.cfg.delta_req)
+            if self.meter is not None:
+                v["attention"] = self.attention_done.get(rid) or self.meter.peek(rid)
+            return v
 
     def close(self, summary: dict[str, Any] | None = None) -> None:
         """Flush, close the warmup account and the journal (the ``close`` record)."""

@@ -29,6 +29,12 @@ class LiveConfig:
     family, in the entries' real units; ``delta_req`` the per-request budget; ``nonce`` the
     server nonce of the RNG key ``(nonce, uid, layer * 2 + family, counter)``; requests whose id
     starts with ``warmup_prefix`` are server warmup (the warmup account, uid 0).
+
+    The live read meter (:mod:`witprobe.serving.read_meter`): ``live_bound`` turns it on for
+    ``bound_layers`` (``None``: every layer); ``tau`` in ``(0, 1)`` enforces (rows whose bound exceeds
+    it are served exact; implies ``keep_exact``); ``audit_rate`` in ``[0, 1]`` is the fraction of
+    (row, head) pairs whose kernel output is audited (sampled with ``audit_seed``); ``keep_exact``
+    keeps the exact side pool, which also measures each row's realized TV.
     """
 
     nonce: int = 0x5EED
@@ -40,6 +46,12 @@ class LiveConfig:
     fault: str = "none"
     warmup_prefix: str = WARMUP_PREFIX
     synchronous: str = "NORMAL"
+    live_bound: bool = True
+    bound_layers: tuple[int, ...] | None = None
+    tau: float | None = None
+    audit_rate: float = 0.0
+    keep_exact: bool = False
+    audit_seed: int = 0
 
     def __post_init__(self) -> None:
         if self.fault not in FAULTS:
@@ -57,6 +69,19 @@ class LiveConfig:
                     raise LiveConfigError(f"{what}[{fam!r}] must be a finite nonnegative number, got {v!r}")
         if not self.warmup_prefix:
             raise LiveConfigError("warmup_prefix must be nonempty")
+        if self.tau is not None and not (isinstance(self.tau, (int, float)) and not isinstance(self.tau, bool)
+                                         and 0 < self.tau < 1):
+            raise LiveConfigError(f"tau must be a number in (0, 1) (a TV distance), got {self.tau!r}")
+        if not (isinstance(self.audit_rate, (int, float)) and not isinstance(self.audit_rate, bool)
+                and 0 <= self.audit_rate <= 1):
+            raise LiveConfigError(f"audit_rate must be a number in [0, 1], got {self.audit_rate!r}")
+        if self.bound_layers is not None:
+            bl = tuple(self.bound_layers)
+            if not bl or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in bl):
+                raise LiveConfigError(f"bound_layers must be a nonempty list of layer indices, got {self.bound_layers!r}")
+            object.__setattr__(self, "bound_layers", bl)
+        if (self.tau is not None or self.audit_rate > 0 or self.keep_exact) and not self.live_bound:
+            raise LiveConfigError("tau, audit_rate and keep_exact need the live bound (live_bound=True)")
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)

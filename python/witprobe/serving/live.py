@@ -36,6 +36,7 @@ from typing import Any
 
 from witprobe import safe_output
 from witprobe.serving.config import FAULTS
+from witprobe.serving.server import add_read_meter_args, read_meter_argv, read_meter_config
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 LIVE_TOOL = "witprobe.ledger live"
@@ -58,9 +59,17 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--sign", type=Path, default=None, metavar="KEY",
                    help="Ed25519 private key (outside --out): sign the journal's head and return a signed head with each response")
     s.add_argument("--quiet", action="store_true")
+    add_read_meter_args(s)
 
 
 def _usage(a: argparse.Namespace) -> str | None:
+    from witprobe.cliutil import UsageError
+    from witprobe.serving.config import LiveConfig, LiveConfigError
+
+    try:
+        LiveConfig(**read_meter_config(a))
+    except (UsageError, LiveConfigError) as e:
+        return str(e)
     if a.requests < 1 or a.requests > 4096:
         return f"--requests must lie in [1, 4096], got {a.requests}"
     if a.concurrency < 1 or a.concurrency > 256:
@@ -176,6 +185,7 @@ def run(a: argparse.Namespace) -> int:
         }, indent=1, sort_keys=True) + "\n")
         extra = ["--fault", a.fault, "--max-new-tokens", str(a.max_new_tokens), "--num-blocks", str(a.num_blocks),
                  "--max-batch-tokens", str(a.max_batch_tokens)] + (["--sign", str(Path(a.sign).absolute())] if a.sign else [])
+        extra += read_meter_argv(a)
         clients: list[dict[str, Any]] = []
         t0 = time.perf_counter()
         try:

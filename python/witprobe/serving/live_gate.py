@@ -25,7 +25,11 @@ Criteria (name: what must hold, from which records):
 - ``eprocess_has_factors``, ``eprocess_not_crossed``: from the e-process states each ``write``
   record carries (per account and global; ``crossed`` must agree with
   ``log_M_max >= ln(1/delta_e)``) and the ``alarm`` records;
-- ``read_checks_present``: every user account was read at least once.
+- ``read_checks_present``: every user account was read at least once;
+- with the live read meter (the ``open`` record's ``read_meter``): ``attention_bound_every_request``
+  (an ``attention`` record per user request with a bound in ``[0, 1]`` for every metered layer),
+  ``kernel_audit_mismatches==0`` (no ``audit_mismatch`` record) and, with the exact side pool,
+  ``live_bound_not_beaten`` (no row's realized TV above its bound).
 """
 
 from __future__ import annotations
@@ -92,6 +96,8 @@ def evaluate(d: Path, key: VerifyKey | None = None) -> GateVerdict:
     fail_closed = live_rewrites = unsafe_allocs = restorations = 0
     alarms: list[str] = []
     ep_bad: list[str] = []
+    attention: dict[str, dict[str, Any]] = {}
+    mismatches: list[dict[str, Any]] = []
     ep_global_n = 0
     thr = math.log(1.0 / DELTA_E)
     for _seq, kind, b in recs:
@@ -134,12 +140,16 @@ def evaluate(d: Path, key: VerifyKey | None = None) -> GateVerdict:
         elif kind == "alarm":
             if b.get("scope") not in alarms:
                 alarms.append(str(b.get("scope")))
+        elif kind == "attention":
+            attention[str(b.get("rid"))] = b
+        elif kind == "audit_mismatch":
+            mismatches.append(b)
 
     users = {u: o for u, o in opened.items() if o.get("kind") == "user"}
     n_req = len(want) if isinstance(want, list) else None
-    key = f"n_user_requests=={n_req if n_req is not None else '?'}"
+    name = f"n_user_requests=={n_req if n_req is not None else '?'}"
     if n_req is None:
-        C[key] = Criterion(key, False, None, "no submitted request list in the manifest")
+        C[name] = Criterion(name, False, None, "no submitted request list in the manifest")
     else:
         by_rid: dict[str, list[int]] = {}
         for u, o in users.items():
@@ -148,7 +158,7 @@ def evaluate(d: Path, key: VerifyKey | None = None) -> GateVerdict:
         missing = [r for r in want if r not in by_rid]
         unexpected = [r for r in by_rid if r not in want]
         ok = not split and not missing and not unexpected and len(users) == n_req
-        C[key] = Criterion(key, ok, {"user_accounts": len(users), "split": split, "missing": missing, "unexpected": unexpected},
+        C[name] = Criterion(name, ok, {"user_accounts": len(users), "split": split, "missing": missing, "unexpected": unexpected},
                            "" if ok else "user accounts do not match the submitted requests one to one"
                            + (f" (split identities: {sorted(split)[:3]})" if split else ""))
     open_users = sorted(u for u in users if u not in closed)
@@ -180,8 +190,33 @@ def evaluate(d: Path, key: VerifyKey | None = None) -> GateVerdict:
     unread = sorted(u for u in users if reads.get(u, {}).get("n_reads", 0) <= 0)
     C["read_checks_present"] = Criterion("read_checks_present", bool(users) and not unread, {"reads": tot["n_reads"], "unread_accounts": unread[:10]},
                                          "" if users and not unread else "an account was never read")
+    rm = header.get("read_meter")
+    if isinstance(rm, dict):
+        _attention_criteria(C, rm, [str(o.get("rid")) for o in users.values()], attention, mismatches)
     not_eval = {} if key is not None else {"journal_signature": UNSIGNED_NOTE}
     return GateVerdict(str(d), C, tuple(problems), not_eval)
+
+
+def _attention_criteria(C: dict[str, Criterion], rm: dict[str, Any], rids: list[str], attention: dict[str, dict[str, Any]],
+                        mismatches: list[dict[str, Any]]) -> None:
+    """The read meter's criteria (journals whose ``open`` record declares one): every user request
+    has an ``attention`` record with a bound for every metered layer; no ``audit_mismatch``; no
+    row's realized TV above its bound (with the exact side pool)."""
+    layers = rm.get("metered_layers")
+    n = len(layers) if isinstance(layers, list) else None
+    bad = [r for r in rids if not (isinstance((attention.get(r) or {}).get("bound_max_per_layer"), list)
+                                   and len(attention[r]["bound_max_per_layer"]) == n
+                                   and all(isinstance(x, (int, float)) and 0 <= x <= 1 for x in attention[r]["bound_max_per_layer"]))]
+    ok = n is not None and bool(rids) and not bad
+    C["attention_bound_every_request"] = Criterion(
+        "attention_bound_every_request", ok, {"requests": len(rids), "layers": n, "missing": bad[:10]},
+        "" if ok else f"requests without a live bound for every metered layer: {bad[:5]}")
+    _zero(C, "kernel_audit_mismatches==0", len(mismatches),
+          {"audited_rows": sum(int((a.get("audit") or {}).get("rows", 0)) for a in attention.values()),
+           "first": mismatches[:3]})
+    if rm.get("exact_side_pool"):
+        beaten = [a.get("bound_beaten") for a in attention.values()]
+        _zero(C, "live_bound_not_beaten", None if any(not isinstance(x, int) for x in beaten) else sum(beaten))
 
 
 def failing(rep: GateVerdict) -> list[str]:

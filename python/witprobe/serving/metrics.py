@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from witprobe.calculus.rounding import fraction_text
@@ -133,10 +134,67 @@ class LedgerCollector(Collector):
             yield fam
 
 
+class ReadMeterCollector(Collector):
+    """The live read meter's families (:mod:`witprobe.serving.read_meter`), read at scrape time.
+
+    ``witprobe_attention_bound`` is a histogram per metered layer of every row's live bound (TV
+    units; a float64 evaluation of the box form, tier ``empirical``); the counters count rows,
+    rows over ``tau``, rows served exact (fallbacks), requests with a row over ``tau``, audited
+    (row, head) pairs and audit mismatches per layer.
+    """
+
+    def __init__(self, led: Any) -> None:
+        self.led = led
+
+    def collect(self) -> Iterator[Metric]:
+        from witprobe.serving.read_meter import BOUND_BUCKETS
+
+        met = self.led.meter
+        with self.led.lock:
+            hist, hsum, tot = met.hist.copy(), met.hist_sum.copy(), dict(met.totals)
+            mism = met.mismatch_by_layer.copy()
+        h = HistogramMetricFamily("witprobe_attention_bound", "live per-row attention TV bound (box form, float64; "
+                                  "not kernel-checked)", labels=["layer"])
+        for i, layer in enumerate(met.metered):
+            cum = np.cumsum(hist[i])
+            h.add_metric([str(layer)], [(repr(float(le)), float(c)) for le, c in zip(BOUND_BUCKETS, cum[:-1])]
+                         + [("+Inf", float(cum[-1]))], float(hsum[i]))
+        yield h
+        counters = [
+            ("witprobe_attention_rows", "attention rows (query row x head x layer) bounded", tot["rows"]),
+            ("witprobe_attention_rows_over_tau", "rows whose live bound exceeded tau", tot["rows_over_tau"]),
+            ("witprobe_attention_fallbacks", "rows served exact from the side pool (enforce mode)", tot["rows_enforced"]),
+            ("witprobe_requests_over_tau", "finished requests with at least one row over tau", tot["requests_over_tau"]),
+            ("witprobe_audit_rows", "(row, head) pairs whose kernel output was audited", tot["audit_rows"]),
+            ("witprobe_attention_bound_beaten", "rows whose realized TV exceeded the bound (exact side pool only; must be 0)",
+             tot["bound_beaten"]),
+        ]
+        for name, help_, v in counters:
+            fam = CounterMetricFamily(name, help_)
+            fam.add_metric([], v)
+            yield fam
+        fam = CounterMetricFamily("witprobe_audit_mismatches", "audited outputs outside the kernel's float allowance",
+                                  labels=["layer"])
+        for i, layer in enumerate(met.metered):
+            fam.add_metric([str(layer)], int(mism[i]))
+        yield fam
+        fam = GaugeMetricFamily("witprobe_attention_tau", "enforcement threshold tau (absent: not enforcing)")
+        if met.tau is not None:
+            fam.add_metric([], met.tau)
+        yield fam
+        fam = GaugeMetricFamily("witprobe_side_pool_bytes", "bytes of the exact side pool and of the witness table",
+                                labels=["pool"])
+        fam.add_metric(["exact"], met.side_pool_bytes)
+        fam.add_metric(["witness"], met.witness_bytes)
+        yield fam
+
+
 def ledger_registry(led: Any, served: Callable[[], dict[str, int]]) -> CollectorRegistry:
-    """A registry of its own (not the process-global one) for one server's ledger."""
+    """A registry of its own (not the process-global one) for one server's ledger (and its read meter)."""
     reg = CollectorRegistry(auto_describe=False)
     reg.register(LedgerCollector(led, served))
+    if getattr(led, "meter", None) is not None:
+        reg.register(ReadMeterCollector(led))
     return reg
 
 

@@ -329,7 +329,44 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--synchronous", choices=("NORMAL", "FULL"), default="NORMAL")
     p.add_argument("--parent-pid", type=int, default=None, help="shut down cleanly when this process is gone")
     p.add_argument("--sign", type=Path, default=None, help="Ed25519 private key: sign the journal's heads")
+    add_read_meter_args(p)
     return p
+
+
+def add_read_meter_args(p: argparse.ArgumentParser) -> None:
+    """The live read meter's options (shared by the server and ``ledger live``)."""
+    p.add_argument("--tau", type=float, default=None,
+                   help="enforce: rows whose live TV bound exceeds TAU in (0, 1) are served exact (keeps an exact side pool)")
+    p.add_argument("--audit-rate", type=float, default=0.0,
+                   help="fraction of (row, head) pairs whose kernel output is audited in float64 (default: 0)")
+    p.add_argument("--bound-layers", default="all", help="layers to meter: all, or a comma list such as 2,10 (default: all)")
+    p.add_argument("--keep-exact", action="store_true", help="keep the exact side pool (measures each row's realized TV)")
+    p.add_argument("--no-live-bound", action="store_true", help="do not meter attention reads")
+
+
+def read_meter_argv(a: argparse.Namespace) -> list[str]:
+    """The read meter's options of ``a`` as server arguments."""
+    out = ["--audit-rate", repr(a.audit_rate), "--bound-layers", a.bound_layers]
+    out += ["--tau", repr(a.tau)] if a.tau is not None else []
+    out += ["--keep-exact"] if a.keep_exact else []
+    out += ["--no-live-bound"] if a.no_live_bound else []
+    return out
+
+
+def read_meter_config(a: argparse.Namespace) -> dict[str, Any]:
+    """:class:`~witprobe.serving.config.LiveConfig` keywords of the read meter options (a
+    :class:`~witprobe.cliutil.UsageError` names a bad one)."""
+    from witprobe.cliutil import UsageError
+
+    if a.bound_layers == "all":
+        layers = None
+    else:
+        try:
+            layers = tuple(int(x) for x in a.bound_layers.split(","))
+        except ValueError:
+            raise UsageError(f"--bound-layers must be all or a comma list of layer indices, got {a.bound_layers!r}") from None
+    return {"live_bound": not a.no_live_bound, "bound_layers": layers, "tau": a.tau, "audit_rate": a.audit_rate,
+            "keep_exact": a.keep_exact}
 
 
 def _watch_parent(pid: int, httpd: ThreadingHTTPServer) -> None:
@@ -372,15 +409,18 @@ def _serve(a: argparse.Namespace) -> int:
     why = _usage(a)
     if why is not None:
         raise UsageError(why)
+    from witprobe.ledger.trace import PROMPTS
+    from witprobe.serving.config import LiveConfig, LiveConfigError
+
+    try:
+        lcfg = None if a.no_ledger else LiveConfig(fault=a.fault, synchronous=a.synchronous, **read_meter_config(a))
+    except LiveConfigError as e:
+        raise UsageError(str(e)) from None
     if not a.no_ledger:
         try:
             a.out.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise UsageError(f"cannot write --out {a.out}: {e.strerror or e}") from None
-    from witprobe.ledger.trace import PROMPTS
-    from witprobe.serving.config import LiveConfig
-
-    lcfg = None if a.no_ledger else LiveConfig(fault=a.fault, synchronous=a.synchronous)
     ecfg = EngineConfig(num_blocks=a.num_blocks, max_batch_tokens=a.max_batch_tokens, max_new_tokens=a.max_new_tokens)
     signer = None
     if a.sign is not None:
