@@ -26,6 +26,7 @@ import argparse
 import concurrent.futures as cf
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -59,6 +60,8 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--sign", type=Path, default=None, metavar="KEY",
                    help="Ed25519 private key (outside --out): sign the journal's head and return a signed head with each response")
     s.add_argument("--quiet", action="store_true")
+    s.add_argument("--api", choices=tuple(SERVERS), default="witprobe",
+                   help="witprobe: the loopback /generate server; openai: python -m witprobe.serve, driven by the openai client")
     add_read_meter_args(s)
 
 
@@ -70,6 +73,15 @@ def _usage(a: argparse.Namespace) -> str | None:
         LiveConfig(**read_meter_config(a))
     except (UsageError, LiveConfigError) as e:
         return str(e)
+    if a.api == "openai":
+        if a.fault != "none" or a.sign is not None:
+            return "--api openai takes neither --fault nor --sign (use the witprobe server for fault injection and signed heads)"
+        try:
+            import fastapi  # noqa: F401
+            import openai  # noqa: F401
+            import uvicorn  # noqa: F401
+        except ImportError as e:
+            return f"--api openai needs the serve extra ({e.name} is missing): pip install 'witprobe[serve]'"
     if a.requests < 1 or a.requests > 4096:
         return f"--requests must lie in [1, 4096], got {a.requests}"
     if a.concurrency < 1 or a.concurrency > 256:
@@ -111,16 +123,22 @@ def _write(path: Path, text: str) -> None:
     safe_output.atomic_write(path, text)
 
 
-def start_server(out: Path, extra: list[str], start_timeout: float, shown: Path | None = None) -> tuple[subprocess.Popen, int]:
+#: the server module of each ``--api``
+SERVERS = {"witprobe": "witprobe.serving.server", "openai": "witprobe.serve"}
+
+
+def start_server(out: Path, extra: list[str], start_timeout: float, shown: Path | None = None,
+                 api: str = "witprobe") -> tuple[subprocess.Popen, int]:
     """Start the server child on loopback; returns ``(process, port)``; raises ``RuntimeError`` if it is not ready in time.
 
-    ``shown`` is the directory named in messages (where ``server.log`` will be once the run is in place)."""
+    ``shown`` is the directory named in messages (where ``server.log`` will be once the run is in place);
+    ``api`` picks the server (:data:`SERVERS`): witprobe's own or the OpenAI-compatible one."""
     shown = shown or out
     ready = out / "server.json"
     log = open(out / "server.log", "ab")
     env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2])] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    proc = subprocess.Popen([sys.executable, "-m", "witprobe.serving.server", "--out", str(out), "--ready-file", str(ready),
+    proc = subprocess.Popen([sys.executable, "-m", SERVERS[api], "--out", str(out), "--ready-file", str(ready),
                              "--parent-pid", str(os.getpid()), *extra],
                             stdout=log, stderr=subprocess.STDOUT, env=env)
     log.close()
@@ -159,6 +177,41 @@ def drive(port: int, n: int, concurrency: int, max_new_tokens: int, request_time
         return list(ex.map(one, range(n)))
 
 
+def drive_openai(port: int, n: int, concurrency: int, max_new_tokens: int, request_timeout: float,
+                 timeout: float) -> list[dict[str, Any]]:
+    """:func:`drive` through the ``openai`` client against ``/v1/chat/completions`` (request ids in
+    ``X-Request-ID``, the verdict from ``X-Witprobe-Verdict``)."""
+    import openai
+
+    from witprobe.ledger.trace import PROMPTS
+
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="witprobe-local", max_retries=0)
+    t_end = time.monotonic() + timeout
+
+    def one(i: int) -> dict[str, Any]:
+        rid = f"req-{i}"
+        left = t_end - time.monotonic()
+        if left <= 0:
+            return {"request_id": rid, "status": 0, "error": "overall --timeout reached before sending"}
+        t0 = time.perf_counter()
+        try:
+            raw = client.chat.completions.with_raw_response.create(
+                model="smollm2", messages=[{"role": "user", "content": PROMPTS[i % len(PROMPTS)]}], max_tokens=max_new_tokens,
+                extra_headers={"X-Request-ID": rid}, timeout=min(request_timeout, left))
+            r = raw.parse()
+            v = json.loads(raw.headers.get("x-witprobe-verdict") or "{}")
+            return {"request_id": rid, "status": raw.status_code, "latency_s": time.perf_counter() - t0,
+                    "n_tokens": r.usage.completion_tokens if r.usage else 0, "verdict_ok": v.get("ok"),
+                    "attention": v.get("attention"), "error": None}
+        except openai.APIStatusError as e:
+            return {"request_id": rid, "status": e.status_code, "error": str(e)[:300]}
+        except openai.APIError as e:
+            return {"request_id": rid, "status": 0, "error": f"{type(e).__name__}: {e}"[:300]}
+
+    with cf.ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="witprobe-client") as ex:
+        return list(ex.map(one, range(n)))
+
+
 def run(a: argparse.Namespace) -> int:
     """The ``live`` command (see the module docstring)."""
     from witprobe.ledger.acceptance import Criterion
@@ -183,24 +236,32 @@ def run(a: argparse.Namespace) -> int:
             "tool": "witprobe.ledger live", "expected": {"user_requests": rids},
             "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items() if k not in ("handler", "sign")},
         }, indent=1, sort_keys=True) + "\n")
-        extra = ["--fault", a.fault, "--max-new-tokens", str(a.max_new_tokens), "--num-blocks", str(a.num_blocks),
-                 "--max-batch-tokens", str(a.max_batch_tokens)] + (["--sign", str(Path(a.sign).absolute())] if a.sign else [])
+        if a.api == "openai":
+            extra = ["--num-blocks", str(a.num_blocks), "--max-batch-tokens", str(a.max_batch_tokens), "--port", "0"]
+        else:
+            extra = ["--fault", a.fault, "--max-new-tokens", str(a.max_new_tokens), "--num-blocks", str(a.num_blocks),
+                     "--max-batch-tokens", str(a.max_batch_tokens)] + (["--sign", str(Path(a.sign).absolute())] if a.sign else [])
         extra += read_meter_argv(a)
         clients: list[dict[str, Any]] = []
         t0 = time.perf_counter()
         try:
-            proc, port = start_server(tmp, extra, a.start_timeout, shown=out)
+            proc, port = start_server(tmp, extra, a.start_timeout, shown=out, api=a.api)
         except RuntimeError as e:
             print(f"live: {e}", file=sys.stderr)
             proc = None
         if proc is not None:
             try:
-                clients = drive(port, a.requests, a.concurrency, a.max_new_tokens, a.request_timeout, a.timeout)
-                for name, path in (("metrics.prom", "/metrics"), ("verdicts.json", "/verdicts")):
+                clients = (drive_openai if a.api == "openai" else drive)(port, a.requests, a.concurrency, a.max_new_tokens,
+                                                                          a.request_timeout, a.timeout)
+                verdicts = "/witprobe/verdicts" if a.api == "openai" else "/verdicts"
+                for name, path in (("metrics.prom", "/metrics"), ("verdicts.json", verdicts)):
                     text = _get(f"http://127.0.0.1:{port}{path}")
                     if text is not None:
                         _write(tmp / name, text)
-                _post(f"http://127.0.0.1:{port}/shutdown", {}, 30.0)
+                if a.api == "openai":
+                    proc.send_signal(signal.SIGTERM)  # uvicorn's graceful shutdown; the engine stops, the journal closes
+                else:
+                    _post(f"http://127.0.0.1:{port}/shutdown", {}, 30.0)
                 proc.wait(timeout=120)
             except subprocess.TimeoutExpired:
                 print("live: the server did not exit after /shutdown; killed", file=sys.stderr)

@@ -202,6 +202,20 @@ def build_app(model_ref: str, wp: Witprobe, cb_kwargs: dict[str, Any]) -> tuple[
     return app, gs
 
 
+def _watch_parent(pid: int, server: Any) -> None:
+    """A driver that died (or was killed) leaves no orphan server behind."""
+    import os
+    import time
+
+    while not server.should_exit:
+        time.sleep(0.5)
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            server.should_exit = True
+            return
+
+
 def _parser() -> argparse.ArgumentParser:
     from witprobe.cliutil import OneLineParser
     from witprobe.serving.server import add_read_meter_args
@@ -216,6 +230,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--num-blocks", type=int, default=256, help="paged-cache blocks (default: 256)")
     p.add_argument("--max-batch-tokens", type=int, default=64, help="tokens per forward (default: 64)")
     p.add_argument("--ready-file", type=Path, default=None, help="written as {port, pid} once the server accepts requests")
+    p.add_argument("--parent-pid", type=int, default=None, help="shut down cleanly when this process is gone")
     add_read_meter_args(p)
     return p
 
@@ -232,6 +247,7 @@ def _serve(a: argparse.Namespace) -> int:
     import uvicorn
 
     from witprobe.cliutil import UsageError
+    from witprobe.models.loaded import ModelError
     from witprobe.models.zoo import check_model_ref
     from witprobe.serving.config import LiveConfig, LiveConfigError
     from witprobe.serving.server import read_meter_config
@@ -242,22 +258,30 @@ def _serve(a: argparse.Namespace) -> int:
         raise UsageError("--page-size must be >= 1, --num-blocks >= 8 and --max-batch-tokens >= 16")
     if a.ready_file is not None and (a.ready_file.exists() or a.ready_file.is_symlink()):
         raise UsageError(f"--ready-file {a.ready_file} exists: the server writes it new and never over a file")
-    check_model_ref(a.model)
+    try:
+        check_model_ref(a.model)
+    except ModelError as e:
+        raise UsageError(str(e)) from None
     try:
         lcfg = LiveConfig(**read_meter_config(a))
     except LiveConfigError as e:
         raise UsageError(str(e)) from None
     if a.out.is_symlink() or (a.out.exists() and not a.out.is_dir()):
         raise UsageError(f"--out {a.out} is not a directory")
+    wp = Witprobe(lcfg, a.out / "journal.sqlite")
+    try:  # the model loads before anything is written
+        app, gs = build_app(a.model, wp, {"page_size": a.page_size, "num_blocks": a.num_blocks,
+                                          "max_batch_tokens": a.max_batch_tokens})
+    except ModelError as e:
+        raise UsageError(str(e)) from None
     try:
         a.out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise UsageError(f"cannot write --out {a.out}: {e.strerror or e}") from None
-    wp = Witprobe(lcfg, a.out / "journal.sqlite")
-    app, gs = build_app(a.model, wp, {"page_size": a.page_size, "num_blocks": a.num_blocks,
-                                      "max_batch_tokens": a.max_batch_tokens})
     server = uvicorn.Server(uvicorn.Config(app, host=a.host, port=a.port, log_level="warning"))
     signal.signal(signal.SIGTERM, lambda *_: setattr(server, "should_exit", True))
+    if a.parent_pid is not None:
+        threading.Thread(target=_watch_parent, args=(a.parent_pid, server), daemon=True).start()
     if a.ready_file is not None:
         def ready() -> None:
             import time
