@@ -1,6 +1,12 @@
-"""Serving throughput with the ledger on versus off, as a ratio measured in one run.
+"""Serving throughput with witprobe off, the ledger alone, and the ledger with the live read meter, as ratios measured in one run.
 
-    python bench/serving_throughput.py [--requests 16] [--max-new-tokens 8] [--repeats 2] [--out bench/results/serving_throughput.json]
+    python bench/serving_throughput.py [--requests 16] [--max-new-tokens 8] [--repeats 2] [--modes off ledger ...]
+        [--out bench/results/serving_throughput.json]
+
+Modes (:data:`MODES`): ``off`` (no witprobe), ``ledger`` (the ledger, no read meter), ``bound1``
+(the live bound on layer 15 only, a declared one-layer subset), ``bound`` (every layer),
+``bound_audit`` (every layer, audit 1 %). Each mode's ratio is median(mode) / median(off) of
+tokens/s, and the live bound's marginal cost is also given against ``ledger``.
 
 One process loads SmolLM2-135M-Instruct once (``attn_implementation="paged|eager"``, CPU) and runs
 the same workload through transformers' continuous batching (``ContinuousBatchingManager``: 16
@@ -25,7 +31,16 @@ import time
 from pathlib import Path
 
 
-def run_once(model, tok, prompts: list[list[int]], max_new: int, ledger: bool) -> dict:
+MODES = {
+    "off": None,
+    "ledger": {"live_bound": False},
+    "bound1": {"bound_layers": (15,)},
+    "bound": {},
+    "bound_audit": {"audit_rate": 0.01},
+}
+
+
+def run_once(model, tok, prompts: list[list[int]], max_new: int, mode: str) -> dict:
     from transformers import GenerationConfig
     from transformers.generation.configuration_utils import ContinuousBatchingConfig
 
@@ -36,7 +51,8 @@ def run_once(model, tok, prompts: list[list[int]], max_new: int, ledger: bool) -
     cb = ContinuousBatchingConfig(page_size=16, num_blocks=96, max_batch_tokens=64, use_async_batching=False, use_cuda_graph=False)
     mgr = model.init_continuous_batching(generation_config=gen, continuous_batching_config=cb)
     with tempfile.TemporaryDirectory() as tmp:
-        led = attach(mgr, LiveConfig(), journal=Path(tmp) / "journal.sqlite") if ledger else None
+        kw = MODES[mode]
+        led = attach(mgr, LiveConfig(**kw), journal=Path(tmp) / "journal.sqlite") if kw is not None else None
         if led is None:
             mgr.warmup()
         mgr.start()
@@ -57,8 +73,11 @@ def run_once(model, tok, prompts: list[list[int]], max_new: int, ledger: bool) -
             detach(led)
             extra = {"write_events": led.n_write_events, "read_checks": led.n_read_checks, "batches": led.n_batches,
                      "journal_records": led.journal.head[0]}
+            if led.meter is not None:
+                extra["read_meter"] = dict(led.meter.totals)
+    model._cached_continuous_batching_manager = None
     n_tok = sum(len(v) for v in out.values())
-    return {"ledger": ledger, "wall_s": wall, "tokens": n_tok, "tokens_per_s": n_tok / wall, "outputs": out, **extra}
+    return {"mode": mode, "wall_s": wall, "tokens": n_tok, "tokens_per_s": n_tok / wall, "outputs": out, **extra}
 
 
 def main() -> None:
@@ -67,6 +86,7 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--modes", nargs="+", choices=tuple(MODES), default=list(MODES))
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "serving_throughput.json")
     a = ap.parse_args()
     import torch
@@ -80,31 +100,33 @@ def main() -> None:
     prompts = [list(lm.tokenizer.apply_chat_template([{"role": "user", "content": PROMPTS[i % len(PROMPTS)]}],
                                                      add_generation_prompt=True, return_dict=True)["input_ids"]) for i in range(a.requests)]
     load0 = os.getloadavg()
+    modes = list(dict.fromkeys(["off", *a.modes]))
     runs = []
     for k in range(a.repeats):
-        for ledger in ((False, True) if k % 2 == 0 else (True, False)):
-            r = run_once(lm.model, lm.tokenizer, prompts, a.max_new_tokens, ledger)
-            print(f"[bench] ledger={'on ' if ledger else 'off'} {r['tokens_per_s']:.2f} tok/s ({r['wall_s']:.1f} s)", file=sys.stderr)
+        order = modes[k % len(modes):] + modes[:k % len(modes)]  # rotated each round
+        for mode in order:
+            r = run_once(lm.model, lm.tokenizer, prompts, a.max_new_tokens, mode)
+            print(f"[bench] {mode:<12} {r['tokens_per_s']:.2f} tok/s ({r['wall_s']:.1f} s)", file=sys.stderr)
             runs.append(r)
-    off = [r for r in runs if not r["ledger"]]
-    on = [r for r in runs if r["ledger"]]
-    med_off = statistics.median(r["tokens_per_s"] for r in off)
-    med_on = statistics.median(r["tokens_per_s"] for r in on)
-    differ = sum(on[0]["outputs"][k] != off[0]["outputs"][k] for k in off[0]["outputs"])
+    med = {m: statistics.median(r["tokens_per_s"] for r in runs if r["mode"] == m) for m in modes}
+    first = {m: next(r for r in runs if r["mode"] == m) for m in modes}
+    off0 = first["off"]["outputs"]
     rec = {
-        "schema": "witprobe-bench-serving/1",
+        "schema": "witprobe-bench-serving/2",
         "command": "python bench/serving_throughput.py " + " ".join(sys.argv[1:]),
         "workload": {"requests": a.requests, "max_new_tokens": a.max_new_tokens, "repeats": a.repeats, "page_size": 16,
                      "num_blocks": 96, "max_batch_tokens": 64, "threads": a.threads, "model": "SmolLM2-135M-Instruct"},
         "env": {"torch": torch.__version__, "transformers": transformers.__version__, "cpus": os.cpu_count(),
                 "loadavg_start": load0, "loadavg_end": os.getloadavg()},
-        "tokens_per_s_off": med_off, "tokens_per_s_on": med_on, "ratio_on_over_off": med_on / med_off,
-        "requests_with_different_tokens": differ,
+        "tokens_per_s": med,
+        "ratio_over_off": {m: med[m] / med["off"] for m in modes},
+        "ratio_over_ledger": {m: med[m] / med["ledger"] for m in modes} if "ledger" in med else None,
+        "requests_with_different_tokens": {m: sum(first[m]["outputs"][k] != off0[k] for k in off0) for m in modes},
         "runs": [{k: v for k, v in r.items() if k != "outputs"} for r in runs],
     }
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(rec, indent=1) + "\n")
-    print(json.dumps({k: rec[k] for k in ("tokens_per_s_off", "tokens_per_s_on", "ratio_on_over_off", "requests_with_different_tokens")}, indent=1))
+    print(json.dumps({k: rec[k] for k in ("tokens_per_s", "ratio_over_off", "ratio_over_ledger", "requests_with_different_tokens")}, indent=1))
 
 
 if __name__ == "__main__":
