@@ -2,7 +2,8 @@
 
 ``witprobe certify ...`` is ``python -m witprobe.certify ...``, ``witprobe ledger ...`` is
 ``python -m witprobe.ledger ...``, ``witprobe gate ...`` is ``python -m witprobe.probe.gate ...``
-and ``witprobe serve ...`` is ``python -m witprobe.serving.server ...``; the module forms keep
+``witprobe serve ...`` is ``python -m witprobe.serve ...`` (the OpenAI-compatible server) and
+``witprobe serve-loopback ...`` is ``python -m witprobe.serving.server ...``; the module forms keep
 working. ``witprobe --version`` prints the version; ``witprobe`` alone, or an unknown tool, prints
 the list (exit 2 for an unknown one, in one line).
 """
@@ -17,7 +18,8 @@ TOOLS: dict[str, tuple[str, str]] = {
     "certify": ("witprobe.certify.cli", "measure a run, derive and kernel-check its certificate, show, compare, report"),
     "ledger": ("witprobe.ledger.cli", "the request-level risk ledger: simulate, live, gate, verify, replay"),
     "gate": ("witprobe.probe.gate", "the always-on probe's gate over a snapshot"),
-    "serve": ("witprobe.serving.server", "the loopback server with the ledger attached"),
+    "serve": ("witprobe.serve", "the OpenAI-compatible server (transformers serve) with the ledger and live bound"),
+    "serve-loopback": ("witprobe.serving.server", "the loopback /generate server with the ledger attached"),
 }
 
 
