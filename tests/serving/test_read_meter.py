@@ -47,7 +47,7 @@ def test_live_bound_every_layer_never_beaten_and_clean_audit_quiet(paged_smollm2
         assert all(0 <= b <= 1 and math.isfinite(b) for b in a["bound_max_per_layer"])
         assert a["bound_beaten"] == 0, rid
         assert all(r <= b for r, b in zip(a["realized_tv_max_per_layer"], a["bound_max_per_layer"]))
-        assert a["tier"] == "empirical" and a["audit"]["mismatches"] == 0
+        assert a["tier"] == "empirical" and a["audit"]["mismatches"] == 0 and a["ok"] is True
     # the compression is real: the realized TV is not zero, so the bound is not beaten by accident
     assert max(max(v["attention"]["realized_tv_max_per_layer"]) for v in verdicts.values()) > 1e-3
     assert totals["audit_rows"] >= 10_000 and totals["audit_mismatches"] == 0 and totals["bound_beaten"] == 0
@@ -60,7 +60,7 @@ def test_audit_catches_each_injected_kernel_fault_in_one_request(paged_smollm2, 
     m, tok = paged_smollm2.model, paged_smollm2.tokenizer
     j = tmp_path / "journal.sqlite"
     _, verdicts, totals = _run(m, tok, LiveConfig(audit_rate=0.01), j, 1, max_new_tokens=1, fault=fault)
-    assert verdicts["req-0"]["attention"]["audit"]["mismatches"] > 0
+    assert verdicts["req-0"]["attention"]["audit"]["mismatches"] > 0 and verdicts["req-0"]["attention"]["ok"] is False
     alerts = [b for _, k, b in read_records(j) if k == "audit_mismatch"]
     assert alerts and all({"layer", "head", "position", "rid"} <= set(b) for b in alerts)
     assert all(0 <= b["layer"] < 30 and 0 <= b["head"] < 9 and b["rid"] == "req-0" for b in alerts)

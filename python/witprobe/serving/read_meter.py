@@ -146,6 +146,9 @@ class RequestAttention:
         if exact_kept:
             body["realized_tv_max_per_layer"] = [float(b) if s else None for b, s in zip(self.realized_max, seen)]
             body["bound_beaten"] = int(self.beaten.sum())
+        # the request's attention is fine: no audit alert, no bound beaten, every row over tau served exact
+        body["ok"] = bool(self.mismatches == 0 and body.get("bound_beaten", 0) == 0
+                          and body["rows_over_tau"] == body["enforced_rows"])
         return body
 
 
