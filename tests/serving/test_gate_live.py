@@ -83,3 +83,54 @@ def test_fault_names_match_simulate():
     from witprobe.serving import config
 
     assert config.FAULTS == FAULTS and config.DEFAULT_AUTH_THR == DEFAULT_AUTH_THR
+
+
+def _attention_body(n_layers: int = 3, **kw):
+    body = {"bound_max_per_layer": [0.1] * n_layers, "bound_beaten": 0, "audit": {"rows": 10, "mismatches": 0}}
+    body.update(kw)
+    return body
+
+
+@pytest.mark.parametrize("case, failing", [
+    ("clean", []),
+    ("missing request", ["attention_bound_every_request"]),
+    ("layer not read", ["attention_bound_every_request"]),
+    ("too few layers", ["attention_bound_every_request"]),
+    ("bound above 1", ["attention_bound_every_request"]),
+    ("audit mismatch", ["kernel_audit_mismatches==0"]),
+    ("bound beaten", ["live_bound_not_beaten"]),
+    ("beaten missing", ["live_bound_not_beaten"]),
+])
+def test_read_meter_criteria_fail_on_each_gap(case, failing):
+    """The live gate's read-meter criteria, decided from journal bodies: each gap fails its criterion."""
+    from witprobe.ledger.acceptance import Criterion
+    from witprobe.serving.live_gate import _attention_criteria
+
+    rm = {"metered_layers": [0, 1, 2], "exact_side_pool": True}
+    att = {"r1": _attention_body(), "r2": _attention_body()}
+    mism: list = []
+    if case == "missing request":
+        del att["r2"]
+    elif case == "layer not read":
+        att["r2"]["bound_max_per_layer"][1] = None
+    elif case == "too few layers":
+        att["r2"]["bound_max_per_layer"] = [0.1, 0.1]
+    elif case == "bound above 1":
+        att["r2"]["bound_max_per_layer"][0] = 1.5
+    elif case == "audit mismatch":
+        mism = [{"rid": "r1", "layer": 1, "head": 0, "position": 7}]
+    elif case == "bound beaten":
+        att["r1"]["bound_beaten"] = 2
+    elif case == "beaten missing":
+        del att["r1"]["bound_beaten"]
+    C: dict[str, Criterion] = {}
+    _attention_criteria(C, rm, ["r1", "r2"], att, mism)
+    assert set(C) == {"attention_bound_every_request", "kernel_audit_mismatches==0", "live_bound_not_beaten"}
+    assert sorted(k for k, c in C.items() if not c.ok) == failing
+
+
+def test_unsigned_run_lists_the_signature_as_not_evaluated(tmp_path):
+    """Without a key the gate says it did not check a signature (a local variable once shadowed the key,
+    so the note was never given)."""
+    rep = evaluate(_run(tmp_path / "r"))
+    assert "journal_signature" in rep.not_evaluated

@@ -233,58 +233,74 @@ class LiveReadMeter:
                 mask: torch.Tensor | None, scaling: float, output: torch.Tensor) -> ReadOutcome:
         """Meter one paged attention call: ``query`` ``[1, H, Qtot, D]``, ``key``/``value`` ``[1, Hkv, Ktot, D]``
         (what the kernel read), ``mask`` ``[1, 1, Qtot, Ktot]`` additive or boolean, ``output``
-        ``[1, Qtot, H, D]`` (the kernel's). Returns the output to serve and the audit alerts."""
+        ``[1, Qtot, H, D]`` (the kernel's). Returns the output to serve and the audit alerts.
+
+        The requests of the call are metered together: their rows and keys are gathered into padded
+        ``(S, H, Qm, Tm)`` tensors (``S`` requests, ``Qm``/``Tm`` their most rows and keys), padding
+        invisible, so one box evaluation serves the whole call."""
         li = self.mpos.get(layer)
         out = ReadOutcome(output)
-        if li is None:
+        spans = [sp for sp in spans if sp.q1 > sp.q0]
+        if li is None or not spans:
             return out
-        hq = query.shape[1]
+        hq, d = query.shape[1], query.shape[-1]
         groups = hq // key.shape[1]
+        n = len(spans)
+        qm = max(sp.q1 - sp.q0 for sp in spans)
+        tm = max(sp.k1 - sp.k0 for sp in spans)
+        qi = torch.tensor([[min(sp.q0 + j, sp.q1 - 1) for j in range(qm)] for sp in spans])  # (S, Qm) query rows
+        ki = torch.tensor([[min(sp.k0 + t, sp.k1 - 1) for t in range(tm)] for sp in spans])  # (S, Tm) key columns
+        row_ok = torch.tensor([[j < sp.q1 - sp.q0 for j in range(qm)] for sp in spans])
+        key_ok = torch.tensor([[t < sp.k1 - sp.k0 for t in range(tm)] for sp in spans])
+        slots = torch.from_numpy(np.stack([np.pad(sp.slots, (0, tm - sp.slots.size), mode="edge") for sp in spans]))
+        q = query[0].to(torch.float64)[:, qi].transpose(0, 1)  # (S, H, Qm, D)
+        ks = key[0].to(torch.float64)[:, ki].transpose(0, 1)  # (S, Hkv, Tm, D)
+        if mask is None:
+            past = torch.tensor([sp.past for sp in spans]).view(n, 1, 1)
+            vis = torch.arange(tm).view(1, 1, tm) <= past + torch.arange(qm).view(1, qm, 1)
+        else:
+            m = mask[0, 0][qi.unsqueeze(-1), ki.unsqueeze(1)]  # (S, Qm, Tm)
+            vis = m if m.dtype == torch.bool else m > torch.finfo(m.dtype).min / 2
+        vis = (vis & row_ok.unsqueeze(-1) & key_ok.unsqueeze(1)).unsqueeze(1).expand(n, hq, qm, tm)
+        seen = vis.any(-1, keepdim=True)
+        minus_inf = torch.full((), -math.inf, dtype=torch.float64)
+        s = grouped_matmul(q, ks.transpose(-1, -2)) * scaling
+        ps = torch.where(seen, torch.softmax(torch.where(vis, s, minus_inf), dim=-1), torch.zeros((), dtype=torch.float64))
+        wit = self.witness[li][:, slots].transpose(0, 1)  # (S, Hkv, Tm, bands)
+        c = torch.einsum("bhqn,bhtn->bhqt", band_norms(q, self.bands),
+                         wit.repeat_interleave(groups, dim=1)) * abs(scaling) * (1 + allowance(2 * self.bands + 4))
+        c = torch.where(vis, c + score_error(q, ks, scaling, groups), torch.zeros((), dtype=torch.float64))
+        bound = box_sup_bound(ps, c)  # (S, H, Qm), capped by tanh(max c / 2); 0 on padding rows
+        pe = None
+        if self.exact is not None:
+            ke = self.exact["key"][li][:, slots].transpose(0, 1).to(torch.float64)
+            se = grouped_matmul(q, ke.transpose(-1, -2)) * scaling
+            pe = torch.where(seen, torch.softmax(torch.where(vis, se, minus_inf), dim=-1), torch.zeros((), dtype=torch.float64))
+            tv = 0.5 * (pe - ps).abs().sum(-1)  # (S, H, Qm)
         enforced_any = False
-        for sp in spans:
-            if sp.q1 <= sp.q0:
-                continue
-            q = query[0, :, sp.q0:sp.q1].to(torch.float64).unsqueeze(0)  # (1, H, Q, D)
-            ks = key[0, :, sp.k0:sp.k1].to(torch.float64).unsqueeze(0)  # (1, Hkv, T, D)
-            if mask is None:
-                qi = torch.arange(sp.q1 - sp.q0).unsqueeze(-1)
-                vis = (torch.arange(sp.k1 - sp.k0).unsqueeze(0) <= sp.past + qi).expand(1, hq, -1, -1)
-            else:
-                m = mask[0, 0, sp.q0:sp.q1, sp.k0:sp.k1]
-                vis = (m if m.dtype == torch.bool else m > torch.finfo(m.dtype).min / 2).expand(1, hq, -1, -1)
-            s = grouped_matmul(q, ks.transpose(-1, -2)) * scaling
-            ps = torch.softmax(torch.where(vis, s, torch.full_like(s, -math.inf)), dim=-1)
-            ps = torch.where(vis.any(-1, keepdim=True), ps, torch.zeros_like(ps))
-            wit = self.witness[li][:, torch.from_numpy(sp.slots)].unsqueeze(0)  # (1, Hkv, T, bands)
-            c = torch.einsum("bhqn,bhtn->bhqt", band_norms(q, self.bands),
-                             wit.repeat_interleave(groups, dim=1)) * abs(scaling) * (1 + allowance(2 * self.bands + 4))
-            c = c + score_error(q, ks, scaling, groups)
-            c = torch.where(vis, c, torch.zeros_like(c))
-            bound = box_sup_bound(ps, c)[0]  # (H, Q), capped by tanh(max c / 2)
+        for i, sp in enumerate(spans):
+            nq = sp.q1 - sp.q0
+            b = bound[i, :, :nq]
             rec = self.requests.setdefault(sp.rid, RequestAttention.empty(self.metered))
-            self._tally(li, rec, bound)
-            need_exact = self.exact is not None
-            if need_exact:
-                sl = torch.from_numpy(sp.slots)
-                ke = self.exact["key"][li][:, sl].to(torch.float64).unsqueeze(0)
-                se = grouped_matmul(q, ke.transpose(-1, -2)) * scaling
-                pe = torch.softmax(torch.where(vis, se, torch.full_like(se, -math.inf)), dim=-1)
-                pe = torch.where(vis.any(-1, keepdim=True), pe, torch.zeros_like(pe))
-                tv = (0.5 * (pe - ps).abs().sum(-1))[0]
-                rec.realized_max[li] = max(rec.realized_max[li], float(tv.max()))
-                beaten = int((tv > bound).sum())
+            self._tally(li, rec, b)
+            if pe is not None:
+                t = tv[i, :, :nq]
+                rec.realized_max[li] = max(rec.realized_max[li], float(t.max()))
+                beaten = int((t > b).sum())
                 rec.beaten[li] += beaten
                 self.totals["bound_beaten"] += beaten
             if self.audit_rate > 0:
-                self._audit(li, layer, sp, q, ks, value, ps, vis, scaling, groups, output, out.alerts, rec)
+                self._audit(li, layer, sp, q[i:i + 1, :, :nq], ks[i:i + 1, :, :sp.k1 - sp.k0], value,
+                            ps[i:i + 1, :, :nq, :sp.k1 - sp.k0], vis[i:i + 1, :, :nq, :sp.k1 - sp.k0], scaling, groups,
+                            output, out.alerts, rec)
             if self.tau is not None:
-                over = bound > self.tau
+                over = b > self.tau
                 n_over = int(over.sum())
                 rec.over_tau[li] += n_over
                 self.totals["rows_over_tau"] += n_over
                 if n_over:
-                    ve = self.exact["value"][li][:, torch.from_numpy(sp.slots)].to(torch.float64)  # (Hkv, T, D)
-                    y = grouped_matmul(pe, ve.unsqueeze(0))[0]  # (H, Q, D) exact attention output
+                    ve = self.exact["value"][li][:, slots[i]].to(torch.float64)  # (Hkv, Tm, D)
+                    y = grouped_matmul(pe[i:i + 1], ve.unsqueeze(0))[0, :, :nq]  # (H, Q, D) exact attention output
                     if not enforced_any:
                         out.output = output.clone()
                         enforced_any = True
