@@ -85,12 +85,37 @@ def test_enforce_with_tiny_tau_serves_the_uncompressed_model(paged_smollm2, tmp_
     assert all(v["attention"]["fallback_rate"] > 0.9 for v in verdicts.values())
 
 
-def test_enforce_at_half_the_median_bound_leaves_no_row_above_tau_unserved_exact(paged_smollm2, tmp_path):
+def test_enforce_at_half_the_median_bound_leaves_no_row_above_tau_unserved_exact(paged_smollm2, tmp_path, monkeypatch):
+    """Every row whose bound (as the box meter returned it) exceeds tau is served recomputed, and no
+    other row is: checked on the served output itself, row by row, not on the meter's counters."""
+    from witprobe.serving import read_meter
+
     m, tok = paged_smollm2.model, paged_smollm2.tokenizer
     _, v0, _ = _run(m, tok, LiveConfig(keep_exact=True), tmp_path / "a.sqlite", 4)
     bounds = sorted(b for v in v0.values() for b in v["attention"]["bound_max_per_layer"])
     tau = bounds[len(bounds) // 2] / 2
+    boxes: list[torch.Tensor] = []
+    agree: list[bool] = []
+    orig_box, orig_read = read_meter.box_sup_bound, read_meter.LiveReadMeter.on_read
+
+    def box(ps, c, *args, **kw):
+        boxes.append(orig_box(ps, c, *args, **kw))
+        return boxes[-1]
+
+    def on_read(self, layer, spans, query, key, value, mask, scaling, output):
+        n0 = len(boxes)
+        res = orig_read(self, layer, spans, query, key, value, mask, scaling, output)
+        if len(boxes) > n0:
+            for i, sp in enumerate([sp for sp in spans if sp.q1 > sp.q0]):
+                nq = sp.q1 - sp.q0
+                changed = (res.output[0, sp.q0:sp.q1] != output[0, sp.q0:sp.q1]).any(-1).T  # (H, Q): rows served recomputed
+                agree.append(bool(torch.equal(changed, boxes[-1][i, :, :nq] > tau)))
+        return res
+
+    monkeypatch.setattr(read_meter, "box_sup_bound", box)
+    monkeypatch.setattr(read_meter.LiveReadMeter, "on_read", on_read)
     _, v1, totals = _run(m, tok, LiveConfig(tau=tau), tmp_path / "b.sqlite", 4)
+    assert agree and all(agree), f"{agree.count(False)} of {len(agree)} calls served a row against its bound"
     assert totals["rows_over_tau"] == totals["rows_enforced"] > 0
     assert 0 < totals["rows_enforced"] < totals["rows"]  # enforcement is selective
     assert totals["bound_beaten"] == 0
