@@ -96,7 +96,7 @@ def _run(lm, prompts: dict[str, list[int]], max_new: int, cfg, sequential: bool 
             detach(led)
             meter = led.meter
     return {"tokens": out, "dists": dists, "wall_s": wall, "verdicts": verdicts, "sent": sent,
-            "totals": dict(meter.totals) if meter is not None else None,
+            "totals": dict(meter.totals, audit_worst_ratio=meter.audit_worst_ratio) if meter is not None else None,
             "side_pool_bytes": meter.side_pool_bytes if meter is not None else 0,
             "witness_bytes": meter.witness_bytes if meter is not None else 0}
 
@@ -191,7 +191,8 @@ def main() -> None:
         "runs": rows,
         "faults": faults,
         "clean_audit": {"requests": a.clean_audit_requests, "audit_rate": 1.0, "audit_rows": clean["totals"]["audit_rows"],
-                        "mismatches": clean["totals"]["audit_mismatches"]},
+                        "mismatches": clean["totals"]["audit_mismatches"],
+                        "worst_error_over_allowance": clean["totals"]["audit_worst_ratio"]},
         "exact_wall_s": exact["wall_s"],
     }
     a.out.parent.mkdir(parents=True, exist_ok=True)

@@ -153,6 +153,7 @@ class ReadMeterCollector(Collector):
         with self.led.lock:
             hist, hsum, tot = met.hist.copy(), met.hist_sum.copy(), dict(met.totals)
             mism = met.mismatch_by_layer.copy()
+            worst = met.audit_worst_ratio
         h = HistogramMetricFamily("witprobe_attention_bound", "live per-row attention TV bound (box form, float64; "
                                   "not kernel-checked)", labels=["layer"])
         for i, layer in enumerate(met.metered):
@@ -177,6 +178,10 @@ class ReadMeterCollector(Collector):
                                   labels=["layer"])
         for i, layer in enumerate(met.metered):
             fam.add_metric([str(layer)], int(mism[i]))
+        yield fam
+        fam = GaugeMetricFamily("witprobe_audit_worst_ratio", "largest audited |kernel - float64| / allowance (a reading; "
+                                "below 1 on a clean kernel, its headroom)")
+        fam.add_metric([], worst)
         yield fam
         fam = GaugeMetricFamily("witprobe_attention_tau", "enforcement threshold tau (absent: not enforcing)")
         if met.tau is not None:

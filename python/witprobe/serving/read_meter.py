@@ -202,6 +202,7 @@ class LiveReadMeter:
         self.totals = {"rows": 0, "rows_over_tau": 0, "rows_enforced": 0, "audit_rows": 0, "audit_mismatches": 0,
                        "bound_beaten": 0, "requests_over_tau": 0}
         self.mismatch_by_layer = np.zeros(n, np.int64)
+        self.audit_worst_ratio = 0.0  # largest |kernel - float64| / allowance seen (a reading: < 1 when clean)
 
     @property
     def side_pool_bytes(self) -> int:
@@ -339,8 +340,11 @@ class LiveReadMeter:
         ref = torch.matmul(pp, vv)[:, 0]  # (n, D)
         allow = kernel_allowance(qq, kk, vv, pp, vis_n, scaling, float(torch.finfo(output.dtype).eps) / 2)[:, 0]
         got = output[0, sp.q0 + qs, hs].to(torch.float64)
-        excess = ((got - ref).abs() - allow).amax(-1)
+        err = (got - ref).abs()
+        excess = (err - allow).amax(-1)
         bad = ~(excess <= 0)  # a NaN output is a mismatch
+        ratio = float((err / allow).amax()) if bool(torch.isfinite(err).all()) else math.inf
+        self.audit_worst_ratio = max(self.audit_worst_ratio, ratio)
         rec.audited += n
         self.totals["audit_rows"] += n
         nb = int(bad.sum())
