@@ -78,9 +78,14 @@ def _put(data: bytes, path: tuple, text: str) -> bytes:
     ("run", ("layers", 2, "read", "out_spread_l2", "max"), "1e300"),
     ("run", ("layers", 0, "write", "key_witness", "max"), "1e300"),
     ("run", ("layers", 0, "read", "plain_bound", "max"), "1e300"),
+    # seed 31 (3,600 cases): a declared-paths list of the wrong shape
+    ("snapshot", ("coverage", "paths_declared", 0), "{}"),
+    ("snapshot", ("coverage", "paths_declared", 0), "[" * 60 + "1" + "]" * 60),
+    ("snapshot", ("coverage", "paths_declared"), "NaN"),
 ])
 def test_the_3600_case_campaign_findings(fixtures, tmp_path, target, path, text):
-    """What `bench/fuzz_readers.py --cases 3600 --seed 29` found (exit 4 before the fix): an
-    unhashable slot owner or layer in the gate, a 1e308 reading overflowing the report's arithmetic."""
+    """What `bench/fuzz_readers.py --cases 3600` found (exit 4 before the fix): with seed 29, an
+    unhashable slot owner or layer in the gate, a 1e308 reading overflowing the report's arithmetic;
+    with seed 31, ``coverage.paths_declared`` holding a dict, a nested list or NaN."""
     code, _, err, problems = fuzz.run_case(fixtures, target, _put(fixtures.valid(target), path, text), tmp_path / "c")
     assert not problems and code in (1, 2), err

@@ -255,7 +255,11 @@ def check_coverage(snap: Any, exp: Expectations) -> list[Finding]:
         if s["host_calls"] == 0:
             f.add("path_never_taken", key, "the probe is attached but this write path was never taken")
     taken = {s.get("path") for s in slots.values() if s["host_calls"] > 0}
-    for p in list(cov.get("paths_declared") or []) + list(exp.paths):
+    declared_paths = cov.get("paths_declared") or []
+    if not isinstance(declared_paths, list) or not all(isinstance(p, str) for p in declared_paths):
+        f.add("path_never_taken", "coverage.paths_declared", f"not a list of path names: {str(declared_paths)[:80]}")
+        declared_paths = []
+    for p in declared_paths + list(exp.paths):
         if p not in taken:
             f.add("path_never_taken", f"path {p}", "declared path with no metered call")
 
