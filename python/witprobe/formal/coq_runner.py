@@ -209,29 +209,48 @@ def library_files(lib: Path) -> list[str]:
     return files
 
 
+_COMMENT_TOKEN = re.compile(r'"|\(\*|\*\)')
+
+
 def strip_comments(text: str) -> str:
     """``text`` with every comment, nested ones included, replaced by one blank. Strings are kept,
     and a ``(*`` or ``*)`` inside a string, also one inside a comment, counts for nothing (as in
-    Coq's lexer). An unterminated comment raises ``ValueError``."""
+    Coq's lexer; ``""`` inside a string is a quote). An unterminated comment raises ``ValueError``.
+
+    The scan jumps from token to token (a quote, ``(*``, ``*)``) with one regular expression, so a
+    certificate's megabytes of literals are copied in slices, not character by character."""
     out, i, depth, n = [], 0, 0, len(text)
-    while i < n:
-        if text[i] == '"':  # a string, also inside a comment (as Coq's lexer reads it)
-            j = i + 1
-            while j < n and not (text[j] == '"' and not text.startswith('""', j)):
-                j += 2 if text.startswith('""', j) else 1
+    while True:
+        m = _COMMENT_TOKEN.search(text, i)
+        if m is None:
             if depth == 0:
-                out.append(text[i:j + 1])
-            i = j + 1
-        elif text.startswith("(*", i):
-            depth, i = depth + 1, i + 2
-        elif depth and text.startswith("*)", i):
-            depth, i = depth - 1, i + 2
+                out.append(text[i:])
+            break
+        j, tok = m.start(), m.group()
+        if depth == 0:
+            out.append(text[i:j])
+        if tok == '"':  # a string, also inside a comment (as Coq's lexer reads it)
+            k = j + 1
+            while True:
+                k = text.find('"', k)
+                if k == -1:
+                    k = n
+                    break
+                if not text.startswith('""', k):
+                    break
+                k += 2
+            if depth == 0:
+                out.append(text[j:k + 1])
+            i = k + 1
+        elif tok == "(*":
+            depth, i = depth + 1, j + 2
+        elif depth:  # "*)" closes a comment
+            depth, i = depth - 1, j + 2
             if depth == 0:
                 out.append(" ")
-        else:
-            if depth == 0:
-                out.append(text[i])
-            i += 1
+        else:  # "*)" outside a comment is ordinary text
+            out.append("*")
+            i = j + 1
     if depth:
         raise ValueError("unterminated comment")
     return "".join(out)
