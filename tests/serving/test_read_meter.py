@@ -13,7 +13,7 @@ import torch
 from tests.serving.conftest import chat_ids, make_manager, run_requests
 from witprobe.ledger.journal import read_records
 from witprobe.ledger.trace import PROMPTS
-from witprobe.serving.attach import attach, detach
+from witprobe.serving.attach import AttachError, attach, detach
 from witprobe.serving.config import LiveConfig, LiveConfigError
 from witprobe.serving.kernel_faults import KERNEL_FAULTS, faulty_kernel, inject
 from witprobe.serving.read_meter import kernel_allowance
@@ -23,13 +23,16 @@ def _run(model, tok, cfg, journal, n, max_new_tokens=2, fault=None):
     mgr = make_manager(model, max_new_tokens=max_new_tokens)
     mgr.warmup()
     prompts = {f"req-{i}": chat_ids(tok, PROMPTS[i % len(PROMPTS)]) for i in range(n)}
+    led = None
     try:
         with inject(fault) if fault else contextlib.nullcontext():
             led = attach(mgr, cfg, journal=journal)
-            out = run_requests(mgr, prompts, max_new_tokens=max_new_tokens)
-            verdicts = {rid: led.verdict(rid) for rid in prompts}
-            totals = dict(led.meter.totals, audit_worst_ratio=led.meter.audit_worst_ratio) if led.meter is not None else {}
-            detach(led)
+            try:
+                out = run_requests(mgr, prompts, max_new_tokens=max_new_tokens)
+                verdicts = {rid: led.verdict(rid) for rid in prompts}
+                totals = dict(led.meter.totals, audit_worst_ratio=led.meter.audit_worst_ratio) if led.meter is not None else {}
+            finally:
+                detach(led)  # also after a failure: the next test gets the engine's own attention function
     finally:
         model._cached_continuous_batching_manager = None
     return out, verdicts, totals
@@ -106,11 +109,16 @@ def test_enforce_at_half_the_median_bound_leaves_no_row_above_tau_unserved_exact
     def on_read(self, layer, spans, query, key, value, mask, scaling, output):
         n0 = len(boxes)
         res = orig_read(self, layer, spans, query, key, value, mask, scaling, output)
-        if len(boxes) > n0:
-            for i, sp in enumerate([sp for sp in spans if sp.q1 > sp.q0]):
-                nq = sp.q1 - sp.q0
-                changed = (res.output[0, sp.q0:sp.q1] != output[0, sp.q0:sp.q1]).any(-1).T  # (H, Q): rows served recomputed
-                agree.append(bool(torch.equal(changed, boxes[-1][i, :, :nq] > tau)))
+        live = [sp for sp in spans if sp.q1 > sp.q0]
+        if len(boxes) > n0:  # one box call per group: the decoding requests together, then each prefill alone
+            groups = [[sp for sp in live if sp.q1 - sp.q0 == 1]] + [[sp] for sp in live if sp.q1 - sp.q0 > 1]
+            groups = [g for g in groups if g]
+            assert len(groups) == len(boxes) - n0
+            for g, b in zip(groups, boxes[n0:]):
+                for i, sp in enumerate(g):
+                    nq = sp.q1 - sp.q0
+                    changed = (res.output[0, sp.q0:sp.q1] != output[0, sp.q0:sp.q1]).any(-1).T  # (H, Q): rows served recomputed
+                    agree.append(bool(torch.equal(changed, b[i, :, :nq] > tau)))
         return res
 
     monkeypatch.setattr(read_meter, "box_sup_bound", box)
@@ -196,3 +204,20 @@ def test_attention_overrides_restored_out_of_order_are_refused():
     restore(b)
     restore(a)
     assert current() is base
+
+
+def test_a_second_metered_engine_of_the_same_model_is_refused_until_the_first_detaches(paged_smollm2, tmp_path):
+    m = paged_smollm2.model
+    a, b = make_manager(m), make_manager(m)
+    a.warmup()
+    b.warmup()
+    try:
+        first = attach(a, LiveConfig(), journal=tmp_path / "a.sqlite")
+        with pytest.raises(AttachError, match="detach it first"):
+            attach(b, LiveConfig(), journal=tmp_path / "b.sqlite")
+        assert not hasattr(b, "_witprobe_ledger") and "update" not in vars(b.batch_processor.cache)  # nothing half-installed
+        assert not (tmp_path / "b.sqlite").exists()  # and no journal opened
+        detach(first)
+        detach(attach(b, LiveConfig(), journal=tmp_path / "c.sqlite"))
+    finally:
+        m._cached_continuous_batching_manager = None

@@ -65,6 +65,8 @@ from witprobe.serving.attention_entry import Override, current, override, restor
 from witprobe.serving.read_meter import LiveReadMeter, ReadSpan
 #: Finished requests whose attention record the verdict still answers from memory.
 ATTENTION_KEPT = 4096
+#: The ledger whose read meter wraps each model's attention (by ``id(model)``), while attached.
+_METERED_MODELS: dict[int, "LiveLedger"] = {}
 
 
 class AttachError(RuntimeError):
@@ -227,7 +229,9 @@ class LiveLedger:
 
     def _install_attention(self) -> None:
         """Route the engine's attention calls through :meth:`_attend` (calls from modules of other
-        models go straight to the function that was there)."""
+        models go straight to the function that was there). One read meter per model: a second
+        engine of the same model would have its reads claimed by the first ledger's wrapper."""
+        _METERED_MODELS[id(self.manager.model)] = self
         orig = current()
         self._attention_saved = override(lambda module, query, key, value, attention_mask, *args, **kw: self._attend(
             orig, module, query, key, value, attention_mask, *args, **kw))
@@ -236,6 +240,8 @@ class LiveLedger:
         if self._attention_saved is not None:
             restore(self._attention_saved)
             self._attention_saved = None
+            if _METERED_MODELS.get(id(self.manager.model)) is self:
+                del _METERED_MODELS[id(self.manager.model)]
         for s in reversed(self._saved):
             if s.had:
                 setattr(s.obj, s.name, s.old)
@@ -611,6 +617,9 @@ def attach(manager_or_model: Any, cfg: LiveConfig | None = None, *, journal: Pat
         raise AttachError("attach before manager.start(): a running engine may already have written its cache")
     if getattr(manager, "_witprobe_ledger", None) is not None:
         raise AttachError("a ledger is already attached to this manager")
+    other = _METERED_MODELS.get(id(manager.model)) if cfg.live_bound else None
+    if other is not None and other.attached:  # checked before the journal is opened: a refusal writes nothing
+        raise AttachError("another engine of this model has a ledger with a read meter attached: detach it first")
     if manager.batch_processor is None:
         manager.warmup()
     led = LiveLedger(manager, cfg, journal, signer)
