@@ -221,3 +221,29 @@ def test_a_second_metered_engine_of_the_same_model_is_refused_until_the_first_de
         detach(attach(b, LiveConfig(), journal=tmp_path / "c.sqlite"))
     finally:
         m._cached_continuous_batching_manager = None
+
+
+def test_witness_and_side_pool_tables_grow_and_keep_what_was_written():
+    """Sparse ledger slots map to table rows in order of first write; growing past the initial rows
+    keeps every earlier witness and exact entry."""
+    import numpy as np
+
+    from witprobe.serving.read_meter import INITIAL_ROWS, LiveReadMeter
+
+    m = LiveReadMeter([0, 1], None, 2, 4, 200_000, 2, None, 0.0, True, 0, torch.float32)
+    g = torch.Generator().manual_seed(3)
+    waves = []
+    for k in range(5):
+        sl = (np.arange(k * 300, (k + 1) * 300) * 37) % 200_000
+        x = torch.randn(1, 2, 300, 4, generator=g)
+        served = x + 0.1 * torch.randn(1, 2, 300, 4, generator=g)
+        m.on_write(1, sl, x, served, 2 * x)
+        waves.append((sl, x, served))
+    assert m.n_rows == 1500 > INITIAL_ROWS and m.witness.shape[2] >= 1500
+    assert m.side_pool_bytes == 2 * 2 * 2 * m.witness.shape[2] * 4 * 4
+    for sl, x, served in waves:
+        r = m._rows(sl)
+        want = (x[0].double() - served[0].double()).reshape(2, 300, 2, 2).norm(dim=-1)
+        assert torch.allclose(m.witness[1][:, r], want, rtol=1e-12) and bool((m.witness[1][:, r] >= want).all())
+        assert torch.equal(m.exact["value"][1][:, r], 2 * x[0])
+    assert m.n_rows == 1500  # reading known slots assigns nothing

@@ -53,6 +53,8 @@ from witprobe.probe.meters import band_norms, grouped_matmul, score_error
 #: The live meter's box resolution: 8 intervals, 32 buckets (any resolution is sound; certify run's
 #: default 16 x 64 is about 5x slower per row and about 6 % tighter on typical rows).
 LIVE_BOX = BoxSupSpec(intervals=8, buckets=32)
+#: Rows the witness and side-pool tables start with (they double when more slots are written).
+INITIAL_ROWS = 512
 #: Upper edges of the bound histogram (TV units), the last bucket is ``+Inf``.
 BOUND_BUCKETS = (1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 1.0)
 #: Witness norms are rounded up by this relative factor: a float64 difference of two float32 numbers
@@ -61,6 +63,13 @@ WITNESS_UP = 1 + 2.0 ** -30
 #: Assumption of the audit's allowance: the kernel's ``exp`` is within 32 ulp (PyTorch's vectorized CPU
 #: ``exp_u20`` documents 20, CUDA's ``__expf`` 2 + 1.16 |x| ulp for |x| < 88 after range reduction).
 EXP_ULP = 32
+
+
+def _grown(t: torch.Tensor, rows: int) -> torch.Tensor:
+    """``t`` ``(L, H, R, X)`` with ``rows >= R`` rows along dimension 2 (the new ones zero)."""
+    out = torch.zeros((t.shape[0], t.shape[1], rows, t.shape[3]), dtype=t.dtype)
+    out[:, :, :t.shape[2]] = t
+    return out
 
 
 def _gamma(k: int, u: float) -> float:
@@ -194,10 +203,15 @@ class LiveReadMeter:
         self.audit_rate = audit_rate
         self.keep_exact = keep_exact or tau is not None
         n = len(self.metered)
-        self.witness = torch.zeros((n, heads, n_slots, bands), dtype=torch.float64)
+        # the ledger's slot numbers are sparse (a block's number runs over every layer's pages): the tables
+        # hold one row per slot ever written, in order of first write, and grow by doubling
+        self.row_of = np.full(n_slots, -1, np.int64)
+        self.n_rows = 0
+        cap = INITIAL_ROWS
+        self.witness = torch.zeros((n, heads, cap, bands), dtype=torch.float64)
         self.exact = None
         if self.keep_exact:
-            self.exact = {f: torch.zeros((n, heads, n_slots, dim), dtype=dtype) for f in ("key", "value")}
+            self.exact = {f: torch.zeros((n, heads, cap, dim), dtype=dtype) for f in ("key", "value")}
         self.rng = np.random.default_rng(seed)
         self.requests: dict[str, RequestAttention] = {}
         self.hist = np.zeros((n, len(BOUND_BUCKETS) + 1), np.int64)  # per metered layer, non-cumulative
@@ -206,6 +220,22 @@ class LiveReadMeter:
                        "bound_beaten": 0, "requests_over_tau": 0}
         self.mismatch_by_layer = np.zeros(n, np.int64)
         self.audit_worst_ratio = 0.0  # largest |kernel - float64| / allowance seen (a reading: < 1 when clean)
+
+    def _rows(self, slots: np.ndarray) -> torch.Tensor:
+        """Table rows of ledger ``slots`` (any shape); a slot seen for the first time gets the next row
+        (a slot read before any write reads a zero witness, and the ledger reports the read)."""
+        new = np.unique(slots[self.row_of[slots] < 0])
+        if new.size:
+            self.row_of[new] = np.arange(self.n_rows, self.n_rows + new.size)
+            self.n_rows += int(new.size)
+            cap = self.witness.shape[2]
+            if self.n_rows > cap:
+                while cap < self.n_rows:
+                    cap *= 2
+                self.witness = _grown(self.witness, cap)
+                if self.exact is not None:
+                    self.exact = {f: _grown(t, cap) for f, t in self.exact.items()}
+        return torch.from_numpy(self.row_of[slots])
 
     @property
     def side_pool_bytes(self) -> int:
@@ -225,7 +255,7 @@ class LiveReadMeter:
         li = self.mpos.get(layer)
         if li is None:
             return
-        sl = torch.from_numpy(np.asarray(slots, np.int64))
+        sl = self._rows(np.asarray(slots, np.int64))
         diff = key[0].to(torch.float64) - key_served[0].to(torch.float64)  # (H, N, D), exact for float32 inputs
         self.witness[li][:, sl] = band_norms(diff, self.bands) * WITNESS_UP
         if self.exact is not None:
@@ -267,7 +297,7 @@ class LiveReadMeter:
         ki = torch.tensor([[min(sp.k0 + t, sp.k1 - 1) for t in range(tm)] for sp in spans])  # (S, Tm) key columns
         row_ok = torch.tensor([[j < sp.q1 - sp.q0 for j in range(qm)] for sp in spans])
         key_ok = torch.tensor([[t < sp.k1 - sp.k0 for t in range(tm)] for sp in spans])
-        slots = torch.from_numpy(np.stack([np.pad(sp.slots, (0, tm - sp.slots.size), mode="edge") for sp in spans]))
+        slots = self._rows(np.stack([np.pad(sp.slots, (0, tm - sp.slots.size), mode="edge") for sp in spans]))
         q = query[0].to(torch.float64)[:, qi].transpose(0, 1)  # (S, H, Qm, D)
         ks = key[0].to(torch.float64)[:, ki].transpose(0, 1)  # (S, Hkv, Tm, D)
         if mask is None:
