@@ -45,7 +45,8 @@ PACKAGE = ROOT / "python" / "witprobe"
 ARTIFACT = ROOT / "artifacts" / "coverage" / "qwen3-int8"
 
 LONG = {("certify", "run"), ("certify", "coverage"), ("ledger", "simulate"), ("ledger", "live"), ("ledger", "record"),
-        ("ledger", "sentinel"), ("ledger", "campaign"), ("ledger", "reads"), ("ledger", "replay"), ("serve", "")}
+        ("ledger", "sentinel"), ("ledger", "campaign"), ("ledger", "reads"), ("ledger", "replay"), ("serve", ""),
+        ("serve-loopback", "")}
 """Commands whose valid arguments start long work (a measurement or a server)."""
 OWN_RECORDS = {".witprobe-output.json"}
 """Hidden files witprobe writes on purpose: an output directory's manifest (not a leftover)."""
@@ -55,10 +56,12 @@ def commands() -> dict[tuple[str, str], list[argparse.Action]]:
     """``(tool, subcommand) -> actions`` from the real parsers (``--help``/``--version`` left out)."""
     from witprobe.certify.cli import _parser as certify_parser
     from witprobe.ledger.cli import _parser as ledger_parser
+    from witprobe.serving.openai_server import _parser as openai_parser
     from witprobe.serving.server import _parser as serve_parser
 
     out: dict[tuple[str, str], list[argparse.Action]] = {}
-    for tool, parser in (("certify", certify_parser()), ("ledger", ledger_parser()), ("serve", serve_parser())):
+    for tool, parser in (("certify", certify_parser()), ("ledger", ledger_parser()), ("serve", openai_parser()),
+                         ("serve-loopback", serve_parser())):
         subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
         for name, sp in (subs[0].choices.items() if subs else [("", parser)]):
             out[(tool, name)] = [a for a in sp._actions if not isinstance(a, (argparse._HelpAction, argparse._VersionAction))]

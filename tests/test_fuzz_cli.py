@@ -38,9 +38,10 @@ FINDINGS = [
     (("certify", "run"), ["certify", "run", "--prompt", "3,17", "--lean", "FULL"]),  # argparse's usage block
     (("certify", "check"), ["certify", "check", ".", "1e999"]),
     (("gate", ""), ["gate", "--no-such-option"]),
-    (("serve", ""), ["serve", "--fault", "0", "--no-ledger", "--sign", "{sb}/user"]),
-    (("serve", ""), ["serve", "--out", "{sb}/new_out", "--ready-file", "{sb}/user/precious.txt"]),  # wrote over it
-    (("serve", ""), ["serve", "--out", "{sb}/link_dir", "--ready-file", "{sb}/new_ready"]),
+    (("serve-loopback", ""), ["serve-loopback", "--fault", "0", "--no-ledger", "--sign", "{sb}/user"]),
+    (("serve-loopback", ""), ["serve-loopback", "--out", "{sb}/new_out", "--ready-file", "{sb}/user/precious.txt"]),  # wrote over it
+    (("serve-loopback", ""), ["serve-loopback", "--out", "{sb}/link_dir", "--ready-file", "{sb}/new_ready"]),
+    (("serve", ""), ["serve", "--out", "{sb}/new_out", "--ready-file", "{sb}/user/precious.txt"]),  # the OpenAI server, too
     (("certify", "schema"), ["certify", "schema", "--out", "{sb}/user/precious.txt", "--force"]),  # replaced it
     (("ledger", "replay"), ["ledger", "replay", "{sb}/" + "n" * 300, "--force"]),  # traceback: name too long
     (("certify", "coverage"), ["certify", "coverage", "--max-new-tokens", "9" * 400]),  # traceback, after setup

@@ -139,7 +139,7 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT / "python"), "HF_HUB_OFFLINE": "1"}
 
 
 def _start(out: Path, ready: Path) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "witprobe", "serve", "--out", str(out), "--ready-file", str(ready),
+    proc = subprocess.Popen([sys.executable, "-m", "witprobe", "serve-loopback", "--out", str(out), "--ready-file", str(ready),
                              "--max-new-tokens", "2"], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     t0 = time.time()
     while not ready.exists():
@@ -184,7 +184,7 @@ def test_the_server_restarted_after_kill_9_writes_a_new_segment(tmp_path):
 def test_serve_refuses_a_ready_file_that_exists_and_leaves_it(tmp_path):
     mine = tmp_path / "precious.txt"
     mine.write_text("mine")
-    p = subprocess.run([sys.executable, "-m", "witprobe", "serve", "--out", str(tmp_path / "o"), "--ready-file", str(mine)],
+    p = subprocess.run([sys.executable, "-m", "witprobe", "serve-loopback", "--out", str(tmp_path / "o"), "--ready-file", str(mine)],
                        env=ENV, capture_output=True, text=True, timeout=120)
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert p.returncode == 2 and len(lines) == 1 and "--ready-file" in lines[0], p.stderr
