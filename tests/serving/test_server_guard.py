@@ -72,7 +72,10 @@ def server():
 def request(port: int, method: str, path: str, body: dict | bytes | None = None, headers: dict | None = None):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
-    conn.request(method, path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        conn.request(method, path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the server answered (413) and closed before the whole body was sent: its answer is still there
     r = conn.getresponse()
     text = r.read().decode()
     conn.close()
