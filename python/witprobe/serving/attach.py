@@ -63,6 +63,7 @@ from witprobe.memory.stochastic_rounding import encode_e4m3
 from witprobe.serving.config import DROP_PLAN_PERIOD, FAMILIES, LiveConfig
 from witprobe.serving.attention_entry import Override, current, override, restore
 from witprobe.serving.read_meter import LiveReadMeter, ReadSpan
+
 #: Finished requests whose attention record the verdict still answers from memory.
 ATTENTION_KEPT = 4096
 #: The ledger whose read meter wraps each model's attention (by ``id(model)``), while attached.

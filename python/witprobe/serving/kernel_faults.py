@@ -24,13 +24,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from witprobe.probe.attention import _repeat_kv
 from witprobe.serving.attention_entry import override, restore
 
 KERNEL_FAULTS = ("fp16-accumulation", "causal-off-by-one", "softmax-scale")
-
-
-def _repeat(x: torch.Tensor, groups: int) -> torch.Tensor:
-    return x if groups == 1 else x.repeat_interleave(groups, dim=1)
 
 
 def faulty_kernel(fault: str) -> Callable[..., tuple[torch.Tensor, torch.Tensor]]:
@@ -41,7 +38,7 @@ def faulty_kernel(fault: str) -> Callable[..., tuple[torch.Tensor, torch.Tensor]
     def attend(module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                attention_mask: torch.Tensor | None, scaling: float | None = None, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
         groups = getattr(module, "num_key_value_groups", 1)
-        k, v = _repeat(key, groups), _repeat(value, groups)
+        k, v = _repeat_kv(key, groups), _repeat_kv(value, groups)
         d = query.shape[-1]
         scale = d ** -0.5 if scaling is None else scaling
         if fault == "softmax-scale":
