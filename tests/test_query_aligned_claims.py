@@ -19,6 +19,7 @@ import witprobe.certify.derive as derive_mod
 from witprobe.certify.derive import derive
 from witprobe.certify.measure import MeasureConfig, check_compatible, measure
 from witprobe.certify.pipeline import write_run_dir
+from witprobe.certify.run_record import RUN_SCHEMA
 from witprobe.formal import coq_runner
 from witprobe.models.zoo import load_model
 from witprobe.probe import witness_cache
@@ -49,7 +50,7 @@ def test_the_run_records_its_calibration_and_every_dense_read_its_box_form(qa_ru
     assert qa["rank"] == RANK and qa["calibration_prompts"] == list(CALIBRATION_PROMPTS)
     assert qa["calibration_tokens"] > 0 and len(qa["basis_sha256"]) == 64
     assert qa["witness_bytes_per_entry"] == 2 * RANK + 8
-    assert qa_run["schema"] == "witprobe-run/5"
+    assert qa_run["schema"] == RUN_SCHEMA
     for layer in _dense(qa_run):
         rd = layer["read"]
         assert rd["keys_qa_radius_beaten"] == 0 and rd["rows_qa_boxsup_beaten"] == 0

@@ -27,6 +27,9 @@ are the positions ``generate`` fills after a request's end. Without it, a paddin
 that sees no key) raises :class:`~witprobe.probe.errors.ObserverError` instead of turning the
 readings to NaN; a NaN reading is never returned (:meth:`ObservedRun.layers` raises).
 
+The model must be one that ``certify run --model`` accepts (:mod:`witprobe.models.capability`, the
+same check): anything else raises :class:`~witprobe.models.loaded.ModelError` naming why.
+
 Fail closed: a read through a cache that is not the witness cache raises
 :class:`witprobe.probe.errors.ObserverError` at once; and on exit, a layer that was written
 but never read through the meter (e.g. the model was switched back to ``sdpa`` inside the block)
@@ -40,8 +43,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from witprobe.memory.codecs import make_codec
+from witprobe.memory.codec_plugins import make_codec_spec
 from witprobe.kinds.layouts import text_config, witness_cache_for
+from witprobe.models.capability import check_config
 from witprobe.probe.attention import ATTN_IMPLEMENTATION
 from witprobe.probe.errors import ObserverError
 from witprobe.probe.observer import Observer
@@ -75,8 +79,9 @@ class ObservedRun:
     """What :func:`observe` yields: the witness cache to pass to the model, and the readings."""
 
     def __init__(self, model: Any, codec: str, bands: int, compress_values: bool) -> None:
+        check_config(text_config(model.config), f"observe({type(model).__name__})", zoo=True)
         self.model = model
-        self.codec = make_codec(codec, bands)
+        self.codec = make_codec_spec(codec, bands)
         self.bands = bands
         self.compress_values = compress_values
         self.config = text_config(model.config)

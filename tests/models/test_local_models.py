@@ -38,10 +38,14 @@ def _configs() -> dict[str, object]:
                                       layer_types=["sliding_attention", "full_attention"]),
         "gpt2": tf.GPT2Config(vocab_size=VOCAB, n_embd=64, n_layer=2, n_head=4, n_positions=256, bos_token_id=1,
                               eos_token_id=2, pad_token_id=2, initializer_range=0.08),
+        "mixtral": tf.MixtralConfig(**SMALL, num_local_experts=4, num_experts_per_tok=2, sliding_window=WINDOW),
+        "gpt_neox": tf.GPTNeoXConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                     intermediate_size=128, rotary_pct=0.25, max_position_embeddings=512,
+                                     bos_token_id=1, eos_token_id=2, pad_token_id=2, initializer_range=0.08),
     }
 
 
-SLIDING = {"mistral": [0, 1], "qwen2": [1], "gemma2": [0], "gemma3": [0]}
+SLIDING = {"mistral": [0, 1], "mixtral": [0, 1], "qwen2": [1], "gemma2": [0], "gemma3": [0]}
 """Decoder layers with a sliding window of WINDOW tokens (Qwen2: layers from max_window_layers on;
 Gemma-2 alternates sliding, full)."""
 
@@ -152,11 +156,10 @@ def test_unsupported_models_are_refused_naming_what_is_unsupported(saved, tmp_pa
     capped = tmp_path / "gemma2-capped"
     tf.Gemma2Config(**SMALL, sliding_window=WINDOW).save_pretrained(capped)  # default soft-capping 50.0
     assert "attn_logit_softcapping=50.0" in _error(capsys, "--model", str(capped), "--out", str(tmp_path / "o"))
-    neox = tmp_path / "neox"
-    tf.GPTNeoXConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                     intermediate_size=128).save_pretrained(neox)
-    line = _error(capsys, "--model", str(neox), "--out", str(tmp_path / "o"))
-    assert "model type 'gpt_neox'" in line and "not supported" in line and "llama" in line
+    bloom = tmp_path / "bloom"  # ALiBi: a bias on the scores that the metered attention does not have
+    tf.BloomConfig(vocab_size=VOCAB, hidden_size=64, n_layer=2, n_head=4).save_pretrained(bloom)
+    line = _error(capsys, "--model", str(bloom), "--out", str(tmp_path / "o"))
+    assert "model type 'bloom'" in line and "not supported" in line and "gpt_neox" in line and "mixtral" in line
     empty = tmp_path / "empty"
     empty.mkdir()
     assert "no config.json" in _error(capsys, "--model", str(empty), "--out", str(tmp_path / "o"))
@@ -178,3 +181,29 @@ def test_unsupported_models_are_refused_naming_what_is_unsupported(saved, tmp_pa
 def test_absolute_positions_beyond_the_table_are_a_usage_error(saved, tmp_path, capsys):
     line = _error(capsys, "--model", str(saved["gpt2"]), "--out", str(tmp_path / "o"), "--max-new-tokens", "300")
     assert "256 absolute positions" in line
+
+
+def test_the_api_and_the_cli_share_one_capability_check(saved, tmp_path, capsys):
+    """``witprobe.observe`` refuses what ``certify run --model`` refuses, with the same reason, and
+    meters what it accepts (Mixtral's experts and GPT-NeoX's partial rotary included)."""
+    import transformers as tf
+
+    import witprobe
+    from witprobe.models.loaded import ModelError
+
+    for name, config in (("bloom", tf.BloomConfig(vocab_size=VOCAB, hidden_size=64, n_layer=2, n_head=4)),
+                         ("capped", tf.Gemma2Config(**SMALL, sliding_window=WINDOW))):
+        config.save_pretrained(tmp_path / name)
+        cli = _error(capsys, "--model", str(tmp_path / name), "--out", str(tmp_path / "o"))
+        model = tf.AutoModelForCausalLM.from_config(config)
+        with pytest.raises(ModelError) as e:
+            with witprobe.observe(model):
+                pass
+        reason = str(e.value).split(": ", 1)[1]
+        assert reason in cli, (reason, cli)
+    for kind in ("mixtral", "gpt_neox"):
+        model = tf.AutoModelForCausalLM.from_pretrained(saved[kind])
+        with witprobe.observe(model, codec="int4") as run:
+            model(torch.arange(3, 40).unsqueeze(0), past_key_values=run.cache, use_cache=True)
+        layers = run.layers()
+        assert all(x.rows > 0 and x.bound_max >= x.tv_realized_max > 0 for x in layers), (kind, layers)

@@ -30,6 +30,7 @@ from witprobe.certify.kernels import (KERNEL_MODES, KernelOutcomes, LeanOutcome,
                                       lean_real_check)
 from witprobe.formal import coq_runner
 from witprobe.formal.coq_runner import CoqOutcome, TheoremStatus
+from witprobe.memory.codec_plugins import changed_sources
 from witprobe.formal.lean_runner import FAILED, KERNEL_CHECKED, UNCHECKED, ObligationStatus
 from witprobe.formal.obligations import ObligationError, reference_check
 from witprobe.formal.render import render_run
@@ -77,6 +78,34 @@ def _first_diff_line(a: str, b: str) -> int:
     return min(len(la), len(lb)) + 1
 
 
+def _check_codec_code(run: dict[str, Any], res: CheckResult) -> None:
+    """Re-hash the source of every module that built the run's codec (``config.codec_provenance``).
+
+    A plugin codec (an entry point or an import path) whose code changed, or cannot be found here,
+    is a problem naming it: the run's numbers came from other code. A built-in codec's module
+    changes with witprobe itself (the run records witprobe's version): a note. A run recorded
+    before schema /6 has no provenance: a note saying so.
+    """
+    config = run.get("config") if isinstance(run.get("config"), dict) else {}
+    prov = config.get("codec_provenance")
+    if not isinstance(prov, dict):
+        res.notes.append(f"run.json records no codec provenance (before schema witprobe-run/6): which code built "
+                         f"codec {config.get('codec')!r} is not known")
+        return
+    if prov.get("spec") != config.get("codec"):
+        res.problems.append(f"run.json config.codec {config.get('codec')!r} is not the codec its provenance records "
+                            f"({prov.get('spec')!r})")
+    sources = prov.get("sources") if isinstance(prov.get("sources"), list) else []
+    changed = changed_sources([x for x in sources if isinstance(x, dict)])
+    if not changed:
+        return
+    who = f"codec {prov.get('spec')!r} ({prov.get('origin')}, {prov.get('object')})"
+    if prov.get("origin") == "builtin":
+        res.notes.append(f"{who}: witprobe's own code changed since the run: {'; '.join(changed)}")
+    else:
+        res.problems.append(f"{who}: its code is not the code that ran: {'; '.join(changed)}")
+
+
 def check_dir(directory: Path) -> CheckResult:
     res = CheckResult()
     d = Path(directory)
@@ -94,6 +123,7 @@ def check_dir(directory: Path) -> CheckResult:
             f"run.json sha256 {run_sha} differs from certificate.json run_json_sha256 {cert.get('run_json_sha256')}"
         )
     run = read_json_object(run_path, schema_prefix="witprobe-run/")
+    _check_codec_code(run, res)
     try:
         deriv = derive(run)
     except DeriveError as e:  # the message names the field (e.g. "layers[3].read: ...")

@@ -42,6 +42,7 @@ __all__ = ["EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_NO_LEAN", "EXIT_INTERNAL"
 
 def _parser() -> argparse.ArgumentParser:
     from witprobe.certify.measure import DEFAULT_PROMPTS
+    from witprobe.memory.codec_plugins import ENTRY_POINT_GROUP, entry_points
     from witprobe.memory.codecs import CODECS
     from witprobe.models.zoo import DEFAULT_MODEL, MODELS
 
@@ -52,16 +53,23 @@ def _parser() -> argparse.ArgumentParser:
     add_version(p)
     sub = p.add_subparsers(dest="command", required=True)
     codec_lines = "\n".join(f"  {name:<12} {CODECS[name].summary}" for name in sorted(CODECS))
+    plugins = sorted(entry_points().items())
+    plugin_lines = "\n".join(f"  {name:<12} {ep.value} ({ep.dist.name if ep.dist else 'no distribution'})"
+                             for name, ep in plugins) or "  (none installed)"
     r = sub.add_parser("run", help="measure a run and write run.json, obligations/ and certificate.json",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog=f"built-in codecs (--codec; docs/CODECS.md):\n{codec_lines}\n\n"
+                              f"installed codec plugins (entry points {ENTRY_POINT_GROUP!r}; docs/PLUGINS.md):\n"
+                              f"{plugin_lines}\n\n"
                               "exit codes: 0 pass and close end to end; 1 fail; 2 usage; 3 kernel required but "
                               "missing; 4 internal; 5 pass but diverged end to end")
     r.add_argument("--model", default=DEFAULT_MODEL, metavar="NAME|DIR|FILE.gguf",
                    help=f"a zoo configuration ({', '.join(sorted(MODELS))}), a local transformers model directory "
                         "(config.json, weights, tokenizer) or a GGUF file (default: %(default)s)")
-    r.add_argument("--codec", default="int8", choices=sorted(CODECS), metavar="CODEC",
-                   help="codec for K/V, one of the built-in codecs listed below (default: %(default)s)")
+    r.add_argument("--codec", default="int8", metavar="CODEC",
+                   help="codec for K/V: a built-in codec or an installed plugin listed below, with parameters as "
+                        "NAME(k=v, ...), or any codec class, eviction policy class or factory by import path, "
+                        "package.module:Attr(k=v, ...) (docs/PLUGINS.md) (default: %(default)s)")
     r.add_argument("--bands", type=int, default=4, help="bands per entry for the codec and witness (default: %(default)s)")
     r.add_argument("--max-new-tokens", type=int, default=24, help="greedy tokens per prompt (default: %(default)s)")
     r.add_argument("--prompt", action="append", default=None, help="a prompt (repeatable; default: %d built-in prompts)" % len(DEFAULT_PROMPTS))
@@ -139,7 +147,8 @@ def default_out(model: str, codec: str, root: Path = Path("runs")) -> Path:
     """``runs/<model>-<codec>-<UTC time>`` (a path model is named by its file or folder name),
     with ``-2``, ``-3``, ... appended when that directory already exists."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(model).name if ("/" in model or model.endswith(".gguf")) else model)
-    base = root / f"{slug.strip('._') or 'model'}-{codec}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+    codec_slug = re.sub(r"[^A-Za-z0-9._-]+", "_", codec.rpartition(":")[2]).strip("._") or "codec"  # a plugin spec: its class
+    base = root / f"{slug.strip('._') or 'model'}-{codec_slug}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
     out, n = base, 1
     while out.exists():
         n += 1

@@ -126,7 +126,7 @@ def _counter(block: Block, key: str, where: str) -> int:
     return v
 
 
-MAGNITUDE_SCHEMAS = ("witprobe-run/2", "witprobe-run/3", "witprobe-run/4", "witprobe-run/5")  # run schemas whose reads record fp_width, keys_visible, score_err, ...
+MAGNITUDE_SCHEMAS = ("witprobe-run/2", "witprobe-run/3", "witprobe-run/4", "witprobe-run/5", "witprobe-run/6")  # run schemas whose reads record fp_width, keys_visible, score_err, ...
 
 
 def _positive_int(v: Any, what: str) -> int:

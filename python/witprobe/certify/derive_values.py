@@ -26,7 +26,7 @@ from witprobe.calculus.metrics import Metric
 from witprobe.calculus.tiers import Tier
 from witprobe.certify.run_record import LayerRecord, Reading, Statistic
 
-OUTPUT_SCHEMAS = ("witprobe-run/3", "witprobe-run/4", "witprobe-run/5")  # run schemas whose dense-KV reads carry the output meter
+OUTPUT_SCHEMAS = ("witprobe-run/3", "witprobe-run/4", "witprobe-run/5", "witprobe-run/6")  # run schemas whose dense-KV reads carry the output meter
 ATTN_OUT = Metric("attn_out", "l2", "read")
 ATTN_OUT_PROJ = Metric("attn_out_proj", "l2", "read")
 

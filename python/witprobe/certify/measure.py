@@ -22,7 +22,8 @@ from witprobe.calculus.opnorm import OpNormBound, spectral_norm_upper
 from witprobe.certify.progress import Progress, TokenProgress
 from witprobe.kinds.registry import KINDS
 from witprobe.models.prompts import Prompt, encode, is_valid
-from witprobe.memory.codecs import EVICT, WHOLE_SEQUENCE, Codec, CodecError, make_codec
+from witprobe.memory.codec_plugins import make_codec_spec, resolve_codec
+from witprobe.memory.codecs import EVICT, WHOLE_SEQUENCE, Codec, CodecError
 from witprobe.models.loaded import LoadedModel
 from witprobe.models.zoo import MODELS
 from witprobe.probe.box_sup import DEFAULT_SPEC as BOX_SUP_DEFAULT
@@ -54,7 +55,8 @@ DEFAULT_PROMPTS = (
 
 @dataclass(frozen=True)
 class MeasureConfig:
-    """What to measure. ``codec`` names a registered codec; ``bands`` its band count."""
+    """What to measure. ``codec`` is a codec spec (a registered name, an installed plugin's entry point
+    or ``package.module:Attr(k=v, ...)``; :mod:`witprobe.memory.codec_plugins`); ``bands`` its band count."""
 
     model: str = "smollm2"
     codec: str = "int8"
@@ -74,7 +76,7 @@ class MeasureConfig:
         Raises ``ValueError`` naming the problem (:class:`~witprobe.memory.codecs.CodecError` for
         the codec).
         """
-        codec = make_codec(self.codec, self.bands)
+        codec = make_codec_spec(self.codec, self.bands)
         tol = self.e2e_tv_tolerance
         if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol <= 1:
             raise ValueError(f"the end-to-end TV tolerance must be a number in [0, 1], got {tol!r}")
@@ -292,6 +294,7 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
             **({"batch": cfg.batch} if cfg.batch > 1 else {}),
             **({} if cfg.box_sup else {"box_sup": False}),
             **({} if query_basis is None else {"query_aligned": query_basis.record()}),
+            "codec_provenance": resolve_codec(cfg.codec, cfg.bands)[1].to_json(),
         },
         "requests": requests,
         "layers": layers,

@@ -1,4 +1,4 @@
-"""The run record (``run.json``, schema ``witprobe-run/5``): typed, versioned, with a JSON Schema.
+"""The run record (``run.json``, schema ``witprobe-run/6``): typed, versioned, with a JSON Schema.
 
 ``certify run`` measures a model into a :class:`RunRecord` and stores it as canonical JSON; every
 consumer (derivation, coverage, the report, ``certify check``) reads it back through
@@ -25,17 +25,19 @@ from typing import Any, Union
 from witprobe import self_checks
 from witprobe.typed_json import RecordError, decode, encode, field_doc, json_schema
 
-RUN_SCHEMA = "witprobe-run/5"
+RUN_SCHEMA = "witprobe-run/6"
 # /1: the first record; /2: reads record the magnitudes of the float64 error analysis (fp_width,
 # keys_visible, score_err, score_abs_max); /3: dense-KV reads record the attention-output meter,
 # requests the per-step next-token readings and config the end-to-end tolerance; /4: config records the
-# query-aligned witness's calibration (config.query_aligned) and reads may carry its certified box form. The versions differ
+# query-aligned witness's calibration (config.query_aligned) and reads may carry its certified box form; /5: layers
+# record the kernel-checked box rows (layers[].box_rows); /6: config records the codec's provenance (config.codec_provenance). The versions differ
 # in which readings a layer records and in optional fields only, so one type reads them all.
-READABLE_SCHEMAS = ("witprobe-run/1", "witprobe-run/2", "witprobe-run/3", "witprobe-run/4", RUN_SCHEMA)
+READABLE_SCHEMAS = ("witprobe-run/1", "witprobe-run/2", "witprobe-run/3", "witprobe-run/4", "witprobe-run/5",
+                    RUN_SCHEMA)
 RUN_SCHEMA_ID = "https://witprobe.dev/schema/run.schema.json"
 # SHA-256 of the canonical JSON text of run_schema() per schema version: a test fails when the
 # types change and this does not (bump RUN_SCHEMA, keep the old version readable, update this)
-SCHEMA_FINGERPRINTS = {RUN_SCHEMA: "cf516d10b581929a460c61aa8910b574499e3eb1c424c4954b2f279cf2cfbf61"}
+SCHEMA_FINGERPRINTS = {RUN_SCHEMA: "e3ee5d8258274b569dfd6aa37dd5b4d7822d856247a288ff465fe0d62efe5c3f"}
 
 READING_NAME = r"[A-Za-z][A-Za-z0-9_.]*"
 
@@ -165,10 +167,36 @@ class QueryAlignedRecord:
 
 
 @dataclass(frozen=True)
+class CodecSourceRecord:
+    """One module of the code that built a run's codec (:mod:`witprobe.memory.codec_plugins`)."""
+
+    module: str = field(metadata=field_doc("the module's import name"))
+    sha256: str | None = field(default=None, metadata=field_doc(
+        "SHA-256 of the module's source file at the run; absent when it has none", optional=True))
+    distribution: str | None = field(default=None, metadata=field_doc(
+        "the installed distribution that ships the module; absent when none does", optional=True))
+    version: str | None = field(default=None, metadata=field_doc("that distribution's version", optional=True))
+
+
+@dataclass(frozen=True)
+class CodecProvenanceRecord:
+    """Which code built a run's codec (schema /6): ``certify check`` re-hashes every source and
+    names a plugin codec whose code changed since the run."""
+
+    spec: str = field(metadata=field_doc("the --codec spec as given"))
+    origin: str = field(metadata=field_doc("builtin, entry_point or import"))
+    object: str = field(metadata=field_doc("module:qualname of the class or function the spec named"))
+    codec_class: str = field(metadata=field_doc("module:qualname of the codec built"))
+    parameters: dict[str, Any] = field(metadata=field_doc(
+        "the codec's dataclass fields as JSON values (an eviction policy nested under policy)"))
+    sources: list[CodecSourceRecord] = field(metadata=field_doc("every module of that code, with its hash"))
+
+
+@dataclass(frozen=True)
 class RunConfigRecord:
     """What was measured: codec, bands, prompts and generation length."""
 
-    codec: str = field(metadata=field_doc("registered codec name"))
+    codec: str = field(metadata=field_doc("the codec spec: a registered name, an entry point or module:Attr(k=v)"))
     bands: int = field(metadata=field_doc("witness bands per stored vector", minimum=1))
     compress_values: bool = field(metadata=field_doc("whether values are compressed as well as keys"))
     max_new_tokens: int = field(metadata=field_doc("greedy tokens generated per prompt", minimum=1))
@@ -183,6 +211,8 @@ class RunConfigRecord:
         "false when the box-sup meter was switched off; absent means on", optional=True))
     query_aligned: QueryAlignedRecord | None = field(default=None, metadata=field_doc(
         "the query-aligned witness's calibration (schema /4); absent when it was off", optional=True))
+    codec_provenance: CodecProvenanceRecord | None = field(default=None, metadata=field_doc(
+        "which code built the codec, with its parameters and source hashes (schema /6)", optional=True))
 
 
 @dataclass(frozen=True)

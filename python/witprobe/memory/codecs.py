@@ -375,9 +375,26 @@ class MantissaMaskCodec(GridCodec):
         return torch.where(torch.isfinite(xd), bound, torch.zeros_like(bound))
 
 
+SCHEDULES = ("every_step", "once_after_prefill")
+VOTES = ("none", "attention", "window")
+
+
 @dataclass(frozen=True)
 class EvictionPolicy:
-    """Base class of eviction policies: :meth:`keep` returns the indices of the entries kept."""
+    """Base class of eviction policies: :meth:`keep` returns the indices of the entries kept.
+
+    A policy states when it runs and what it scores, as class attributes (a user-defined policy,
+    docs/PLUGINS.md, overrides them):
+
+    - ``schedule``: ``"every_step"`` (before every write after the first, on the entries retained
+      so far) or ``"once_after_prefill"`` (once, before the first decode write);
+    - ``votes``: the ``scores`` that :meth:`keep` receives: ``"none"`` (zeros: positions only),
+      ``"attention"`` (served attention mass accumulated over every read) or ``"window"`` (the
+      mass from the last ``window`` prompt queries; the policy then has an integer ``window``).
+    """
+
+    schedule: ClassVar[str] = "every_step"
+    votes: ClassVar[str] = "none"
 
     def keep(self, scores: torch.Tensor) -> torch.Tensor:
         """Kept token indices, int64, sorted ascending, shape ``(..., K)``.
@@ -448,6 +465,8 @@ class HeavyHitterPolicy(EvictionPolicy):
     heavy: int = 64
     recent: int = 64
 
+    votes: ClassVar[str] = "attention"
+
     def __post_init__(self) -> None:
         for field_name in ("heavy", "recent"):
             v = getattr(self, field_name)
@@ -497,6 +516,9 @@ class SnapKVPolicy(EvictionPolicy):
     window: int = 32
     kernel: int = 7
     pooling: str = "max"
+
+    schedule: ClassVar[str] = "once_after_prefill"
+    votes: ClassVar[str] = "window"
 
     def __post_init__(self) -> None:
         for field_name in ("capacity", "window"):
@@ -557,8 +579,17 @@ class EvictionCodec(Codec):
     scope: ClassVar[str] = EVICT
 
     def __post_init__(self) -> None:
-        if not isinstance(self.policy, (SinkWindowPolicy, HeavyHitterPolicy, SnapKVPolicy)):
-            raise CodecError(f"eviction codec: unknown policy {type(self.policy).__name__}")
+        p = self.policy
+        what = type(p).__name__
+        if not isinstance(p, EvictionPolicy):
+            raise CodecError(f"eviction codec: the policy must be an EvictionPolicy, got {what}")
+        if p.schedule not in SCHEDULES:
+            raise CodecError(f"eviction policy {what}: schedule must be one of {SCHEDULES}, got {p.schedule!r}")
+        if p.votes not in VOTES:
+            raise CodecError(f"eviction policy {what}: votes must be one of {VOTES}, got {p.votes!r}")
+        window = getattr(p, "window", None)
+        if p.votes == "window" and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
+            raise CodecError(f"eviction policy {what}: votes 'window' needs an integer window >= 1, got {window!r}")
 
     @property
     def name(self) -> str:
@@ -566,15 +597,28 @@ class EvictionCodec(Codec):
 
     @property
     def schedule(self) -> str:
-        return "once_after_prefill" if isinstance(self.policy, SnapKVPolicy) else "every_step"
+        return self.policy.schedule
 
     @property
     def votes(self) -> str:
-        if isinstance(self.policy, HeavyHitterPolicy):
-            return "attention"
-        if isinstance(self.policy, SnapKVPolicy):
-            return "window"
-        return "none"
+        return self.policy.votes
+
+    def kept(self, scores: torch.Tensor) -> torch.Tensor:
+        """The policy's kept indices for ``scores (..., T)``, checked: an int64 tensor ``(..., K)``
+        with ``1 <= K``, every index in ``[0, T)`` (a policy that returns anything else raises
+        :class:`CodecError` naming it; nothing is evicted on its word alone)."""
+        idx = self.policy.keep(scores)
+        what = type(self.policy).__name__
+        t = scores.shape[-1]
+        if not isinstance(idx, torch.Tensor) or idx.dtype != torch.int64:
+            raise CodecError(f"eviction policy {what}: keep() must return an int64 tensor, got "
+                             f"{getattr(idx, 'dtype', type(idx).__name__)}")
+        if idx.dim() != scores.dim() or idx.shape[:-1] != scores.shape[:-1] or idx.shape[-1] < 1:
+            raise CodecError(f"eviction policy {what}: keep() returned shape {tuple(idx.shape)} for scores "
+                             f"{tuple(scores.shape)}; expected (..., K) with the same leading shape and K >= 1")
+        if bool(((idx < 0) | (idx >= t)).any()):
+            raise CodecError(f"eviction policy {what}: keep() returned an index outside [0, {t})")
+        return idx
 
     def encode_decode(self, x: torch.Tensor) -> torch.Tensor:
         """Retained entries are served exactly: the identity (eviction is a mask, not a perturbation)."""

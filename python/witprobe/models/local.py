@@ -9,8 +9,10 @@ Which architectures are supported is decided from the configuration alone, befor
 read: the attention function ``witprobe`` meters exactly ``softmax(scale q k^T + mask) v`` over
 a dense K/V cache (any query/KV head grouping, RoPE or absolute positions, full or sliding-window
 masks), so a model is supported when its attention is that and nothing more.
-:data:`SUPPORTED` lists the tested families; :func:`check_config` names what is not supported
-(an unknown model type, attention logit soft-capping, cross-attention, quantized checkpoints).
+:data:`~witprobe.models.capability.SUPPORTED` lists the tested families;
+:func:`~witprobe.models.capability.check_config` names what is not supported (an unknown model type,
+attention logit soft-capping, cross-attention, quantized checkpoints); the Python API runs the
+same check on the model it is given.
 """
 
 from __future__ import annotations
@@ -19,52 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from witprobe.cliutil import read_json_object
+from witprobe.models.capability import MAX_LAYERS, SUPPORTED, check_config  # noqa: F401 (re-exported)
 from witprobe.models.loaded import LoadedModel, ModelError
 
-SUPPORTED: dict[str, str] = {
-    "llama": "llama",
-    "mistral": "mistral",
-    "qwen2": "qwen2",
-    "qwen3": "qwen3",
-    "phi3": "phi3",
-    "gemma2": "gemma2",
-    "gemma3_text": "gemma3",
-    "gpt2": "gpt2-absolute-positions",
-}
-"""``config.model_type`` -> family recorded in run.json. Each is tested on a tiny saved model."""
-
-
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
-
-
-MAX_LAYERS = 1024
-"""The most decoder layers a local model may declare (a config claiming 10^6 would run for hours)."""
-
-
-def check_config(config: Any, where: str) -> None:
-    """Raise :class:`ModelError` naming what ``config`` (read from ``where``) has that witprobe cannot meter."""
-    layers = getattr(config, "num_hidden_layers", None)
-    if isinstance(layers, int) and not 0 < layers <= MAX_LAYERS:
-        raise ModelError(f"{where}: num_hidden_layers {layers} is not in 1..{MAX_LAYERS}")
-    mt = getattr(config, "model_type", None)
-    archs = ", ".join(getattr(config, "architectures", None) or []) or "no architectures listed"
-    if mt not in SUPPORTED:
-        raise ModelError(f"{where}: model type {mt!r} ({archs}) is not supported; supported model types: "
-                         f"{', '.join(sorted(SUPPORTED))}")
-    if getattr(config, "is_encoder_decoder", False) or getattr(config, "add_cross_attention", False):
-        raise ModelError(f"{where}: cross-attention (encoder-decoder) is not supported: only decoder self-attention "
-                         "over a K/V cache is metered")
-    cap = getattr(config, "attn_logit_softcapping", None)
-    if cap is not None:
-        raise ModelError(f"{where}: attention logit soft-capping (attn_logit_softcapping={cap}) is not supported: "
-                         "the bounds are stated for uncapped scores; set it to null to certify the uncapped model")
-    q = getattr(config, "quantization_config", None)
-    if q is not None and not str(where).endswith(".gguf"):
-        method = q.get("quant_method") if isinstance(q, dict) else getattr(q, "quant_method", q)
-        raise ModelError(f"{where}: quantized checkpoints (quant_method={method}) are not supported; "
-                         "witprobe meters an fp32 model (dequantize it first)")
-    if getattr(config, "reorder_and_upcast_attn", False):
-        raise ModelError(f"{where}: reorder_and_upcast_attn=True (GPT-2's eager-only attention path) is not supported")
 
 
 def _gguf_dir(src: Path) -> Path:

@@ -281,9 +281,13 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
                 return
             self.compressed = True
         scores = torch.where(self.retained, self.votes, torch.full_like(self.votes, -math.inf))
-        keep_idx = codec.policy.keep(scores)
+        keep_idx = codec.kept(scores)
         keep = torch.zeros_like(self.retained).scatter(-1, keep_idx, True)
-        self.retained = self.retained & keep
+        retained = self.retained & keep
+        if not bool(retained.any(dim=-1).all()):
+            raise CodecError(f"eviction policy {type(codec.policy).__name__} kept no retained entry of a head: "
+                             "attention would read nothing")
+        self.retained = retained
         self.evictions += 1
 
     def served_retained(self, groups: int) -> torch.Tensor | None:
