@@ -168,3 +168,33 @@ def test_a_user_defined_eviction_policy_runs_from_the_cli(site, tmp_path):
     assert run["config"]["codec_provenance"]["parameters"]["policy"]["first"] == 2
     evicting = [layer for layer in run["layers"] if "evict_rows" in layer["read"]]
     assert len(evicting) == 30
+
+
+def test_check_fails_a_plugin_whose_source_changed_and_notes_the_rest(on_path, tmp_path):
+    """``certify check``'s provenance step, without a model: what it says for each case."""
+    from witprobe.certify.check import CheckResult, _check_codec_code
+
+    def said(prov, codec=None):
+        res = CheckResult()
+        _check_codec_code({"config": {"codec": codec or (prov or {}).get("spec"), "codec_provenance": prov}}, res)
+        return res.problems, res.notes
+
+    plugin = resolve_codec("demo-step", 4)[1].to_json()
+    assert said(plugin) == ([], [])
+    builtin = resolve_codec("int8", 4)[1].to_json()
+    assert said(builtin) == ([], [])
+    problems, _ = said(plugin, codec="int8")
+    assert problems and "not the codec its provenance records" in problems[0]
+    _, notes = said(None, codec="int8")
+    assert notes and "no codec provenance" in notes[0]
+    stale = {**builtin, "sources": [{**builtin["sources"][0], "sha256": "0" * 64}]}
+    problems, notes = said(stale)
+    assert problems == [] and "witprobe's own code changed" in notes[0]
+    module = on_path / "witprobe_demo_codec" / "__init__.py"
+    text = module.read_text()
+    try:
+        module.write_text(text + "\n# edited\n")
+        problems, _ = said(plugin)
+    finally:
+        module.write_text(text)
+    assert len(problems) == 1 and "codec 'demo-step'" in problems[0] and "changed since the run" in problems[0]
