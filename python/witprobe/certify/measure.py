@@ -22,7 +22,7 @@ from witprobe.calculus.opnorm import OpNormBound, spectral_norm_upper
 from witprobe.certify.progress import Progress, TokenProgress
 from witprobe.kinds.registry import KINDS
 from witprobe.models.prompts import Prompt, encode, is_valid
-from witprobe.memory.codec_plugins import make_codec_spec, resolve_codec
+from witprobe.memory.codec_plugins import make_codec_spec, provenance_of
 from witprobe.memory.codecs import EVICT, WHOLE_SEQUENCE, Codec, CodecError
 from witprobe.models.loaded import LoadedModel
 from witprobe.models.zoo import MODELS
@@ -294,7 +294,7 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
             **({"batch": cfg.batch} if cfg.batch > 1 else {}),
             **({} if cfg.box_sup else {"box_sup": False}),
             **({} if query_basis is None else {"query_aligned": query_basis.record()}),
-            "codec_provenance": resolve_codec(cfg.codec, cfg.bands)[1].to_json(),
+            "codec_provenance": provenance_of(cfg.codec, codec).to_json(),
         },
         "requests": requests,
         "layers": layers,

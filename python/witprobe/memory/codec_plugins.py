@@ -185,6 +185,14 @@ def resolve_codec(spec: str, bands: int) -> tuple[Codec, CodecProvenance]:
     return codec, codec_provenance(spec, origin, obj, codec)
 
 
+def provenance_of(spec: str, codec: Codec) -> CodecProvenance:
+    """The provenance of ``codec``, already built from ``spec`` (the spec's object is looked up
+    again, the codec is not built again)."""
+    target, _ = _parse(spec)
+    origin, obj = _load(target, spec)
+    return codec_provenance(spec, origin, obj, codec)
+
+
 def make_codec_spec(spec: str, bands: int) -> Codec:
     """:func:`resolve_codec` without the provenance."""
     return resolve_codec(spec, bands)[0]
