@@ -33,7 +33,8 @@ import time
 from pathlib import Path
 
 from witprobe.cliutil import (EXIT_INTERNAL, EXIT_USAGE, OneLineParser, UsageError, add_version,
-                              quiet_third_party, read_with, run_handler, terminal_safe, wants_quiet)
+                              quiet_third_party, read_json_object, read_with, run_handler, terminal_safe, wants_quiet)
+from witprobe.certify.task_report import compare_tasks, format_tasks
 from witprobe.probe.errors import MeterInputError
 
 EXIT_OK, EXIT_FAIL, EXIT_NO_LEAN = 0, 1, 3
@@ -70,6 +71,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="codec for K/V: a built-in codec or an installed plugin listed below, with parameters as "
                         "NAME(k=v, ...), or any codec class, eviction policy class or factory by import path, "
                         "package.module:Attr(k=v, ...) (docs/PLUGINS.md) (default: %(default)s)")
+    r.add_argument("--task", action="append", default=None, metavar="niah|ppl|FILE.jsonl",
+                   help="add a task reading beside the bounds, served compressed and uncompressed (repeatable): "
+                        "niah (built-in needle in a haystack, 8 haystacks of about 300 tokens), ppl (perplexity on "
+                        "shipped text), or exact match on FILE.jsonl ({\"prompt\" or \"messages\", \"answer\"} per "
+                        "line); readings, never bounds (dense KV models)")
     r.add_argument("--bands", type=int, default=4, help="bands per entry for the codec and witness (default: %(default)s)")
     r.add_argument("--max-new-tokens", type=int, default=24, help="greedy tokens per prompt (default: %(default)s)")
     r.add_argument("--prompt", action="append", default=None, help="a prompt (repeatable; default: %d built-in prompts)" % len(DEFAULT_PROMPTS))
@@ -181,7 +187,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         model=args.model, codec=args.codec, bands=args.bands, compress_values=not args.keys_only,
         max_new_tokens=args.max_new_tokens, prompts=prompts,
         reference=not args.no_reference, e2e_tv_tolerance=args.e2e_tv_tol, batch=args.batch,
-        box_sup=args.box_sup == "on", query_aligned=args.query_aligned,
+        box_sup=args.box_sup == "on", query_aligned=args.query_aligned, tasks=tuple(args.task or ()),
     )
     try:
         codec = cfg.validate()
@@ -224,6 +230,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     cert = produced.certificate
     print_table(cert, sys.stdout)
     print_summary(cert, sys.stdout)
+    for line in format_tasks(run.to_json().get("tasks") or []):
+        print(line)
     print(f"wrote {out}/run.json, {out}/certificate.json"
           + (f", {out}/obligations/run.v" if produced.coq_text else "")
           + (f", {out}/obligations/run_real.lean" if produced.lean_real_text else "")
@@ -320,6 +328,9 @@ def _cmd_show(args: argparse.Namespace) -> int:
             print(f"NOT VERIFIED: {problems[0]}", file=buf)
         print_table(c, buf, verified=not problems)
         print_summary(c, buf, problems)
+        tasks = read_json_object(args.dir / "run.json", schema_prefix="witprobe-run/").get("tasks")
+        for line in format_tasks(tasks if isinstance(tasks, list) else []):
+            print(line, file=buf)
 
     read_with(path, cert, render)
     sys.stdout.write(terminal_safe(buf.getvalue()))
@@ -331,7 +342,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from witprobe.certify.claim_rows import claim_rows, compare_rows, compare_text
     from witprobe.certify.recorded import verify_recorded
 
-    rows, problems = [], []
+    rows, problems, tasks = [], [], []
     for d in (args.dir_a, args.dir_b):
         if not d.is_dir():
             raise UsageError(f"{d} is not a directory")
@@ -340,9 +351,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         bad = verify_recorded(d, cert)
         problems += [f"{d}: {p}" for p in bad]
         rows.append(read_with(path, cert, lambda c, ok=not bad: claim_rows(c, verified=ok)))
+        found = read_json_object(d / "run.json", schema_prefix="witprobe-run/").get("tasks")
+        tasks.append(found if isinstance(found, list) else [])
     both, only_a, only_b = compare_rows(*rows)
     text = "".join(f"NOT VERIFIED: {p}\n" for p in problems) + compare_text(both, only_a, only_b, str(args.dir_a),
                                                                              str(args.dir_b))
+    text += "".join(f"{line}\n" for line in compare_tasks(*tasks, str(args.dir_a), str(args.dir_b)))
     sys.stdout.write(terminal_safe(text))
     return EXIT_FAIL if problems else EXIT_OK
 

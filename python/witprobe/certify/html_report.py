@@ -46,6 +46,7 @@ from witprobe.certify.certificate_record import load_certificate
 from witprobe.certify.coverage import format_coverage
 from witprobe.certify.derive import DeriveError, as_run, derive
 from witprobe.certify.end_to_end import DEFAULT_TV_TOLERANCE, EndToEnd, format_end_to_end
+from witprobe.certify.task_report import damage, format_tasks
 from witprobe.certify.pipeline import REPORT_FILE, RUN_SCHEMA_PREFIX
 from witprobe.certify.recorded import VERIFIED_NOTE, bounds_below_realized, rederive_problems
 from witprobe.certify.report import print_summary, print_table
@@ -185,6 +186,7 @@ class Report:
     requests: tuple[RequestReading, ...]
     tv_tolerance: float
     problems: tuple[str, ...] = ()  # why the certificate does not verify (empty: it does)
+    tasks: tuple[dict[str, Any], ...] = ()  # run.json tasks: task readings beside the bounds (readings)
 
     @property
     def tv_claims(self) -> tuple[ClaimRow, ...]:
@@ -376,7 +378,8 @@ def load_report(directory: Path) -> Report:
                   cli_table=c["cli_table"], claims=tuple(c["claims"]), coverage=tuple(c["coverage"]),
                   writes=tuple(r["writes"]), self_checks=tuple(c["self_checks"]), failures=c["failures"],
                   end_to_end=c["end_to_end"], end_to_end_line=c["end_to_end_line"],
-                  requests=tuple(r["requests"]), tv_tolerance=r["tv_tolerance"], problems=tuple(problems))
+                  requests=tuple(r["requests"]), tv_tolerance=r["tv_tolerance"], problems=tuple(problems),
+                  tasks=tuple(run.get("tasks") or ()))
 
 
 # ----------------------------------------------------------------------------- SVG plots
@@ -747,6 +750,15 @@ def render_html(rep: Report) -> str:
             _table(["counter", "count", "ok", "meaning"],
                    [[_e(s.name), str(s.count), "yes" if s.ok else '<span class="vac">NO</span>', _e(s.meaning)]
                     for s in rep.self_checks], numeric={1})]
+    if rep.tasks:
+        out += ['<h2 id="tasks">Task readings (compressed vs uncompressed; readings, no bound)</h2>',
+                _table(["task", "metric", "items", "compressed", "uncompressed", "damage", "what"],
+                       [[_e(t["task"]), _e(t["metric"]), str(t["items"]), f"{t['compressed']:.4f}",
+                         f"{t['uncompressed']:.4f}",
+                         (f"{100 * damage(t):+.1f}%" if t["metric"] == "perplexity" else f"{damage(t):+.3f}"),
+                         _e(t["description"])] for t in rep.tasks], numeric={2, 3, 4, 5})]
+        out += [f'<p class="vac">{_e(line)}</p>' for line in format_tasks(list(rep.tasks))
+                if line.startswith("TASK DAMAGE")]
     e = rep.end_to_end
     out += ["<h2>End to end (readings, no bound)</h2>", f"<p>{_e(rep.end_to_end_line)}</p>"]
     if e.greedy_total:

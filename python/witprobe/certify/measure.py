@@ -32,6 +32,7 @@ from witprobe.probe.attention import ATTN_IMPLEMENTATION
 from witprobe.probe.observer import Observer
 from witprobe.probe.padding import PaddingStreamer, eos_ids
 from witprobe.certify.run_record import RUN_SCHEMA, RunRecord, parse_run
+from witprobe.certify.tasks import check_spec as check_task, run_tasks
 from witprobe.probe.recurrent import DecayHooks
 from witprobe.probe.query_aligned import CALIBRATION_PROMPTS, QueryAlignedError, QueryBasis, calibrate
 from witprobe.probe.selector import SelectorHooks
@@ -69,6 +70,7 @@ class MeasureConfig:
     batch: int = 1  # requests served together in one forward, left-padded (dense KV, entry codecs)
     box_sup: bool = True  # meter the empirical box-sup TV bound (most of the metering time of long contexts)
     query_aligned: int = 0  # rank of the query-aligned witness (0: off); calibrated on CALIBRATION_PROMPTS
+    tasks: tuple[str, ...] = ()  # task readings beside the bounds: niah, ppl, FILE.jsonl (witprobe.certify.tasks)
 
     def validate(self) -> Codec:
         """Check the configuration; return the codec it names, built here once (pass it on).
@@ -97,6 +99,10 @@ class MeasureConfig:
             raise ValueError(f"the query-aligned witness bounds stored-key error; codec {self.codec!r} evicts instead")
         if qa and set(CALIBRATION_PROMPTS) & {p for p in self.prompts if isinstance(p, str)}:
             raise ValueError("a measured prompt repeats a query-aligned calibration prompt; measure other prompts")
+        if isinstance(self.tasks, str) or len(set(self.tasks)) != len(self.tasks):
+            raise ValueError(f"tasks must be a tuple of distinct task specs, got {self.tasks!r}")
+        for spec in self.tasks:
+            check_task(spec)
         return codec
 
 
@@ -156,6 +162,9 @@ def check_compatible(cfg: MeasureConfig, loaded: LoadedModel, codec: Codec) -> N
         what = "an eviction policy" if codec.scope == EVICT else "sequence-level"
         raise ValueError(f"codec {cfg.codec} is {what} and applies to dense KV layers only; "
                          f"{cfg.model} has {', '.join(sorted(kinds - {'dense_kv'}))} layers")
+    if cfg.tasks and kinds != {"dense_kv"}:
+        raise ValueError(f"--task needs dense KV layers only; {cfg.model} has "
+                         f"{', '.join(sorted(kinds - {'dense_kv'}))} layers")
     if cfg.query_aligned:
         if "dense_kv" not in kinds:
             raise ValueError(f"--query-aligned applies to dense KV layers; {cfg.model} has "
@@ -254,6 +263,7 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
     finally:
         for installer in installed:
             installer.remove()
+    tasks = run_tasks(loaded, cfg.tasks, codec, cfg.bands, cfg.compress_values, progress.info) if cfg.tasks else []
     snap = observer.snapshot()
     box_records = observer.box_row_records()
     layers = [
@@ -298,6 +308,7 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
         },
         "requests": requests,
         "layers": layers,
+        **({"tasks": tasks} if tasks else {}),
     }, "measured run.json")
 
 

@@ -30,14 +30,14 @@ RUN_SCHEMA = "witprobe-run/6"
 # keys_visible, score_err, score_abs_max); /3: dense-KV reads record the attention-output meter,
 # requests the per-step next-token readings and config the end-to-end tolerance; /4: config records the
 # query-aligned witness's calibration (config.query_aligned) and reads may carry its certified box form; /5: layers
-# record the kernel-checked box rows (layers[].box_rows); /6: config records the codec's provenance (config.codec_provenance). The versions differ
+# record the kernel-checked box rows (layers[].box_rows); /6: config records the codec's provenance (config.codec_provenance) and a run may record task readings (tasks). The versions differ
 # in which readings a layer records and in optional fields only, so one type reads them all.
 READABLE_SCHEMAS = ("witprobe-run/1", "witprobe-run/2", "witprobe-run/3", "witprobe-run/4", "witprobe-run/5",
                     RUN_SCHEMA)
 RUN_SCHEMA_ID = "https://witprobe.dev/schema/run.schema.json"
 # SHA-256 of the canonical JSON text of run_schema() per schema version: a test fails when the
 # types change and this does not (bump RUN_SCHEMA, keep the old version readable, update this)
-SCHEMA_FINGERPRINTS = {RUN_SCHEMA: "e3ee5d8258274b569dfd6aa37dd5b4d7822d856247a288ff465fe0d62efe5c3f"}
+SCHEMA_FINGERPRINTS = {RUN_SCHEMA: "c9fba02c285ab0c1fd7faf09fdd1b60adfd1a2d4154b1e4427e327c0f9450307"}
 
 READING_NAME = r"[A-Za-z][A-Za-z0-9_.]*"
 
@@ -244,6 +244,29 @@ class RequestRecord:
 
 
 @dataclass(frozen=True)
+class TaskItemRecord:
+    """One item of a task: its score served compressed and uncompressed (1/0 for a right/wrong
+    answer; the mean NLL in nats per token for a perplexity passage)."""
+
+    compressed: float = field(metadata=field_doc("the item's score served from the compressed memory"))
+    uncompressed: float = field(metadata=field_doc("the item's score from the uncompressed model"))
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    """A task-level reading (``certify run --task``, :mod:`witprobe.certify.tasks`): a reading, never
+    a bound (schema /6)."""
+
+    task: str = field(metadata=field_doc("niah, ppl, or em:<file name>"))
+    metric: str = field(metadata=field_doc("accuracy, perplexity or exact_match"))
+    description: str = field(metadata=field_doc("what was measured, how, and what counts as right"))
+    items: int = field(metadata=field_doc("items measured", minimum=1))
+    compressed: float = field(metadata=field_doc("the metric served from the compressed memory"))
+    uncompressed: float = field(metadata=field_doc("the metric from the uncompressed model"))
+    per_item: list[TaskItemRecord] = field(metadata=field_doc("every item's scores, in order"))
+
+
+@dataclass(frozen=True)
 class RunRecord:
     """A witprobe run (``run.json``): the model, the configuration, the environment, every request
     and every layer's meters. Certificates are derived from it and from nothing else."""
@@ -254,6 +277,8 @@ class RunRecord:
     environment: EnvironmentRecord = field(metadata=field_doc("software versions"))
     requests: list[RequestRecord] = field(metadata=field_doc("served requests, in prompt order"))
     layers: list[LayerRecord] = field(metadata=field_doc("per-layer meters, in layer order"))
+    tasks: list[TaskRecord] | None = field(default=None, metadata=field_doc(
+        "task-level readings beside the bounds (--task; schema /6); absent when none was asked", optional=True))
 
     def to_json(self) -> dict[str, Any]:
         return encode(self)

@@ -128,6 +128,7 @@ class Observer:
         probe: ProbeRuntime | None = None,
         box_sup: BoxSupSpec | None = BOX_SUP_DEFAULT,
         query_basis: QueryBasis | None = None,
+        meter: bool = True,
     ) -> None:
         if probe is not None and probe.num_layers != num_layers:
             raise ObserverError(f"probe runtime has {probe.num_layers} layers, the observer {num_layers}")
@@ -137,6 +138,9 @@ class Observer:
         self.row_chunk = row_chunk
         self.box_sup = box_sup
         self.query_basis = query_basis
+        # False: serve only (witprobe.certify.tasks): a read folds an eviction policy's votes, which
+        # decide what is served, and meters nothing else; the readings of such an observer are empty
+        self.meter = meter
         self.write = [Accumulator(device) for _ in range(num_layers)]
         self.read = [Accumulator(device) for _ in range(num_layers)]
         self.host_write_calls = [0] * num_layers
@@ -292,9 +296,18 @@ class Observer:
         if not isinstance(layer, WitnessLayerMixin):
             raise ObserverError(f"layer {layer_idx} is {type(layer).__name__}, not a witness layer (unattributable read)")
         self.host_read_calls[layer_idx] += 1
+        q_len = query.shape[2]
+        if not self.meter:
+            evict = getattr(layer, "evict_codec", None)
+            if evict is not None and evict.votes != "none":  # the votes decide what is served next
+                for start in range(0, q_len, self.row_chunk):
+                    stop = min(q_len, start + self.row_chunk)
+                    layer.read_scores(module, query[:, :, start:stop, :], key,
+                                      None if mask is None else mask[:, :, start:stop, :], scaling,
+                                      rows=slice(start, stop), indices=indices)
+            return
         acc = self.read[layer_idx]
         acc.bump("calls", 1)
-        q_len = query.shape[2]
         rows_real = None
         if self.padding is not None:  # the query rows are the last q_len positions of the keys
             t = key.shape[2]
