@@ -42,3 +42,28 @@ def test_same_output_as_the_module_form(capsys):
     b = _py("witprobe.certify", "schema")
     out = capsys.readouterr().out
     assert a == b.returncode == 0 and out == b.stdout and len(out) > 1000
+
+
+PARSERS = ("witprobe.certify.cli", "witprobe.ledger.cli", "witprobe.probe.gate", "witprobe.serving.openai_server",
+           "witprobe.serving.server")
+
+
+def _positionals(parser, name):
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub, p in action.choices.items():
+                yield from _positionals(p, f"{name} {sub}")
+        elif not action.option_strings and not isinstance(action, argparse._HelpAction):
+            yield f"{name} {action.dest}", action.help
+
+
+@pytest.mark.parametrize("module", PARSERS)
+def test_every_positional_argument_of_every_subcommand_is_described_in_its_help(module):
+    import importlib
+
+    parser = importlib.import_module(module)._parser()
+    found = list(_positionals(parser, module))
+    bare = [where for where, text in found if not (text and text.strip())]
+    assert bare == [], f"positional arguments without a --help description: {bare}"

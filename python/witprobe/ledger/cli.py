@@ -100,11 +100,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="sign each journal's head with this Ed25519 private key (kept outside --out; see keygen)")
     s.add_argument("--quiet", action="store_true")
     g = sub.add_parser("gate", help="decide the twelve criteria of a run directory (JSON on stdout, exit code = verdict)")
-    g.add_argument("dir", type=Path)
+    g.add_argument("dir", type=Path, help="a run directory written by ledger simulate or ledger live (its manifest "
+                                          "and journals; every criterion is re-derived from the journals)")
     g.add_argument("--key", type=Path, default=None, metavar="PUB",
                    help="require every journal to end with a head signed by this public key")
     v = sub.add_parser("verify", help="verify a journal: chain, hashes, ledger arithmetic; names the first bad record")
-    v.add_argument("journal", type=Path)
+    v.add_argument("journal", type=Path, help="a journal file (SQLite, written by ledger simulate, ledger live or the "
+                                             "server)")
     v.add_argument("--key", type=Path, default=None, metavar="PUB",
                    help="require valid signed heads under this Ed25519 public key (without it the journal is only "
                         "hash-chained: anyone who can write it can re-chain it)")
@@ -115,8 +117,10 @@ def _parser() -> argparse.ArgumentParser:
     kg.add_argument("--out", type=Path, required=True,
                     help="directory for witprobe-signing.key (0600) and witprobe-signing.pub; keep it outside outputs")
     r = sub.add_parser("replay", help="replay an entry-read Parquet trace with a threshold sweep")
-    r.add_argument("trace", type=Path)
-    r.add_argument("--thresholds", type=lambda t: tuple(float(x) for x in t.split(",")), default=THRESHOLDS)
+    r.add_argument("trace", type=Path, help="an entry-read trace: columnar Parquet with columns request, layer, head, "
+                                          "step, witness, qn (docs/LEDGER.md)")
+    r.add_argument("--thresholds", type=lambda t: tuple(float(x) for x in t.split(",")), default=THRESHOLDS,
+                   help="comma-separated thresholds to sweep (default: %(default)s)")
     r.add_argument("--out", type=Path, default=None, help="write the sweep as JSON here")
     r.add_argument("--force", action="store_true", help="replace an existing --out FILE")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
