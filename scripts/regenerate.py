@@ -91,6 +91,8 @@ STEPS: tuple[Step, ...] = (
     Step("kill_cli_live", ("bench/results/kill_cli.json",),
          (PY, "bench/kill_cli.py", "--trials", "20", "--max-delay", "15", "--commands", "ledger live",
           "--out", "bench/results/kill_cli.json"), bench=True, minutes=15),
+    Step("task_rank", ("bench/results/task_rank_cpu.json",),
+         (PY, "bench/task_rank.py", "--out", "bench/results/task_rank_cpu.json"), bench=True, minutes=40),
     Step("fuzz_cli", ("bench/results/fuzz_cli.json",),
          (PY, "bench/fuzz_cli.py", "--cases", "320", "--seed", "29", "--json", "bench/results/fuzz_cli.json"),
          bench=True, minutes=30),

@@ -153,7 +153,11 @@ class LiveLedger:
         self.heads = int(a.num_key_value_heads)
         self.dim = int(a.head_dim)
         self.n_ns = len(self.layers) * self.heads
-        self.n_blocks = int(a.cache_tensor.shape[0]) // self.page_size
+        # the blocks a block table can name, plus the trash rows past them (padding tokens write there): the
+        # write/read indices address rows of heads x head_dim (a key and a value each), block * stride + offset;
+        # sizing by cache rows // page_size, as before, counted every layer's page as a block (about 30x too many)
+        rows = int(a.cache_tensor.numel()) // (self.heads * self.dim)
+        self.n_blocks = -(-rows // self.stride)
         self.pool = PagedPool([FamilySpec(f, self.page_size) for f in FAMILIES], {f: self.n_blocks for f in FAMILIES},
                               self.n_ns, self.dim, invalidate_on_reuse=cfg.fault != "no-reuse-invalidation",
                               collide_families=cfg.fault == "family-collision")
