@@ -152,7 +152,9 @@ def test_detach_restores_the_attention_function(paged_smollm2, tmp_path):
 
 @pytest.mark.parametrize("bad", [dict(tau=0.0), dict(tau=1.0), dict(tau=float("nan")), dict(audit_rate=1.5),
                                  dict(audit_rate=-0.1), dict(bound_layers=()), dict(bound_layers=(-1,)),
-                                 dict(live_bound=False, tau=0.1), dict(tau=True)])
+                                 dict(live_bound=False, tau=0.1), dict(tau=True), dict(request_budget=0.0),
+                                 dict(request_budget=-1.0), dict(request_budget=float("inf")), dict(request_budget=True),
+                                 dict(live_bound=False, request_budget=1.0)])
 def test_live_config_refuses_bad_read_meter_options(bad):
     with pytest.raises(LiveConfigError):
         LiveConfig(**bad)
@@ -247,3 +249,33 @@ def test_witness_and_side_pool_tables_grow_and_keep_what_was_written():
         assert torch.allclose(m.witness[1][:, r], want, rtol=1e-12) and bool((m.witness[1][:, r] >= want).all())
         assert torch.equal(m.exact["value"][1][:, r], 2 * x[0])
     assert m.n_rows == 1500  # reading known slots assigns nothing
+
+
+def test_request_budget_admits_reads_on_the_cumulative_bound_then_serves_exact(paged_smollm2, tmp_path):
+    """Admission on cumulative bound: a budget no request reaches changes nothing; at half the smallest
+    request's summed bound every request exhausts it, its compressed-served bound stays within it,
+    and from then on it is served exact; a budget below the first read serves the uncompressed model."""
+    m, tok = paged_smollm2.model, paged_smollm2.tokenizer
+    n, new = 4, 4
+    _, v_big, t_big = _run(m, tok, LiveConfig(request_budget=1e9), tmp_path / "a.sqlite", n, max_new_tokens=new)
+    spent = {rid: v["attention"]["budget"]["spent"] for rid, v in v_big.items()}
+    assert all(s > 0 and not v_big[r]["attention"]["budget"]["exhausted"] for r, s in spent.items())
+    assert t_big["rows_enforced"] == 0 and t_big["requests_budget_exhausted"] == 0
+    # the spent budget is the sum of every metered row's bound: at least the largest one
+    assert all(spent[r] >= v_big[r]["attention"]["bound_max"] for r in spent)
+    budget = min(spent.values()) / 2
+    _, v, t = _run(m, tok, LiveConfig(request_budget=budget), tmp_path / "b.sqlite", n, max_new_tokens=new)
+    for rid, verdict in v.items():
+        a = verdict["attention"]
+        assert a["budget"]["exhausted"] and a["budget"]["spent"] <= budget and a["budget"]["limit"] == budget, rid
+        assert 0 < a["enforced_rows"] < a["rows"] and a["ok"] is True, rid
+    assert t["requests_budget_exhausted"] == n
+    mgr = make_manager(m, max_new_tokens=new)
+    mgr.warmup()
+    prompts = {f"req-{i}": chat_ids(tok, PROMPTS[i % len(PROMPTS)]) for i in range(n)}
+    try:
+        exact = run_requests(mgr, prompts, max_new_tokens=new)
+    finally:
+        m._cached_continuous_batching_manager = None
+    out, v0, _ = _run(m, tok, LiveConfig(request_budget=1e-12), tmp_path / "c.sqlite", n, max_new_tokens=new)
+    assert out == exact and all(x["attention"]["budget"]["spent"] == 0.0 for x in v0.values())

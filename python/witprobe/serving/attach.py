@@ -193,7 +193,8 @@ class LiveLedger:
             if missing:
                 raise AttachError(f"bound_layers names layers {missing} that the engine does not have (it has {len(self.layers)})")
             self.meter = LiveReadMeter(self.layers, cfg.bound_layers, self.heads, self.dim, self.n_blocks * self.page_size,
-                                       cfg.bands, cfg.tau, cfg.audit_rate, cfg.keep_exact, cfg.audit_seed, a.cache_tensor.dtype)
+                                       cfg.bands, cfg.tau, cfg.audit_rate, cfg.keep_exact, cfg.audit_seed, a.cache_tensor.dtype,
+                                       cfg.request_budget)
         self._modules = {id(m) for m in manager.model.modules() if hasattr(m, "layer_idx")}
         self._read_ctx: tuple[BatchPlan, int, int] | None = None
         self._attention_saved: Override | None = None

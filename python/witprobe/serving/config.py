@@ -34,7 +34,10 @@ class LiveConfig:
     ``bound_layers`` (``None``: every layer); ``tau`` in ``(0, 1)`` enforces (rows whose bound exceeds
     it are served exact; implies ``keep_exact``); ``audit_rate`` in ``[0, 1]`` is the fraction of
     (row, head) pairs whose kernel output is audited (sampled with ``audit_seed``); ``keep_exact``
-    keeps the exact side pool, which also measures each row's realized TV.
+    keeps the exact side pool, which also measures each row's realized TV. ``request_budget`` ``B``
+    admits a request's reads on its cumulative bound: while the summed live bounds of the rows it
+    was served compressed stay within ``B`` its reads are admitted; the read that would pass ``B``,
+    and every later one, is served exact (implies ``keep_exact``).
     """
 
     nonce: int = 0x5EED
@@ -52,6 +55,7 @@ class LiveConfig:
     audit_rate: float = 0.0
     keep_exact: bool = False
     audit_seed: int = 0
+    request_budget: float | None = None
 
     def __post_init__(self) -> None:
         if self.fault not in FAULTS:
@@ -80,8 +84,11 @@ class LiveConfig:
             if not bl or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in bl):
                 raise LiveConfigError(f"bound_layers must be a nonempty list of layer indices, got {self.bound_layers!r}")
             object.__setattr__(self, "bound_layers", bl)
-        if (self.tau is not None or self.audit_rate > 0 or self.keep_exact) and not self.live_bound:
-            raise LiveConfigError("tau, audit_rate and keep_exact need the live bound (live_bound=True)")
+        b = self.request_budget
+        if b is not None and not (isinstance(b, (int, float)) and not isinstance(b, bool) and math.isfinite(b) and b > 0):
+            raise LiveConfigError(f"request_budget must be a positive finite number (summed TV bounds), got {b!r}")
+        if (self.tau is not None or self.audit_rate > 0 or self.keep_exact or b is not None) and not self.live_bound:
+            raise LiveConfigError("tau, request_budget, audit_rate and keep_exact need the live bound (live_bound=True)")
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -166,6 +166,8 @@ class ReadMeterCollector(Collector):
             ("witprobe_attention_rows_over_tau", "rows whose live bound exceeded tau", tot["rows_over_tau"]),
             ("witprobe_attention_fallbacks", "rows served exact from the side pool (enforce mode)", tot["rows_enforced"]),
             ("witprobe_requests_over_tau", "finished requests with at least one row over tau", tot["requests_over_tau"]),
+            ("witprobe_requests_budget_exhausted", "finished requests whose cumulative bound reached the request "
+             "budget (served exact from then on)", tot["requests_budget_exhausted"]),
             ("witprobe_audit_rows", "(row, head) pairs whose kernel output was audited", tot["audit_rows"]),
             ("witprobe_attention_bound_beaten", "rows whose realized TV exceeded the bound (exact side pool only; must be 0)",
              tot["bound_beaten"]),

@@ -36,7 +36,8 @@ from typing import Any
 X_REQUEST_ID = "x-request-id"
 VERDICT_HEADER = "X-Witprobe-Verdict"
 #: verdict fields copied into the response header (the full verdict is at /witprobe/verdict/{id})
-HEADER_ATTENTION = ("ok", "bound_max", "rows", "tau", "rows_over_tau", "enforced_rows", "fallback_rate", "audit", "tier")
+HEADER_ATTENTION = ("ok", "bound_max", "rows", "tau", "rows_over_tau", "enforced_rows", "fallback_rate", "budget", "audit",
+                    "tier")
 
 
 def header_verdict(v: dict[str, Any]) -> str:

@@ -130,6 +130,8 @@ class RequestAttention:
     beaten: np.ndarray
     audited: int = 0
     mismatches: int = 0
+    spent: float = 0.0  # the summed live bounds of the rows served compressed (request_budget)
+    exhausted: bool = False  # the budget would have been exceeded: every later read is served exact
 
     @classmethod
     def empty(cls, layers: list[int]) -> "RequestAttention":
@@ -137,7 +139,7 @@ class RequestAttention:
         return cls(layers, np.full(n, -1.0), np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64),
                    np.full(n, -1.0), np.zeros(n, np.int64))
 
-    def record(self, tau: float | None, exact_kept: bool) -> dict[str, Any]:
+    def record(self, tau: float | None, exact_kept: bool, budget: float | None = None) -> dict[str, Any]:
         """The journal's and the verdict's ``attention`` body (JSON; ``None`` for a layer not read yet)."""
         rows = int(self.rows.sum())
         enf = int(self.enforced.sum())
@@ -155,12 +157,17 @@ class RequestAttention:
             "fallback_rate": enf / rows if rows else 0.0,
             "audit": {"rows": self.audited, "mismatches": self.mismatches},
         }
+        if budget is not None:
+            body["budget"] = {"limit": budget, "spent": self.spent, "exhausted": self.exhausted}
         if exact_kept:
             body["realized_tv_max_per_layer"] = [float(b) if s else None for b, s in zip(self.realized_max, seen)]
             body["bound_beaten"] = int(self.beaten.sum())
         # the request's attention is fine: no audit alert, no bound beaten, every row over tau served exact
-        body["ok"] = bool(self.mismatches == 0 and body.get("bound_beaten", 0) == 0
-                          and body["rows_over_tau"] == body["enforced_rows"])
+        # (with a budget, rows under tau are enforced too once it is exhausted)
+        served_over_tau = (body["rows_over_tau"] > body["enforced_rows"] if budget is not None
+                           else body["rows_over_tau"] != body["enforced_rows"])
+        body["ok"] = bool(self.mismatches == 0 and body.get("bound_beaten", 0) == 0 and not served_over_tau
+                          and (budget is None or self.spent <= budget))
         return body
 
 
@@ -194,14 +201,16 @@ class LiveReadMeter:
     """
 
     def __init__(self, layers: list[int], metered: tuple[int, ...] | None, heads: int, dim: int, n_slots: int, bands: int,
-                 tau: float | None, audit_rate: float, keep_exact: bool, seed: int, dtype: torch.dtype) -> None:
+                 tau: float | None, audit_rate: float, keep_exact: bool, seed: int, dtype: torch.dtype,
+                 budget: float | None = None) -> None:
         self.layers = list(layers)
         self.metered = [l for l in self.layers if metered is None or l in metered]
         self.mpos = {l: i for i, l in enumerate(self.metered)}
         self.heads, self.dim, self.bands = heads, dim, bands
         self.tau = tau
         self.audit_rate = audit_rate
-        self.keep_exact = keep_exact or tau is not None
+        self.budget = budget
+        self.keep_exact = keep_exact or tau is not None or budget is not None
         n = len(self.metered)
         # the ledger's slot numbers are sparse (a block's number runs over every layer's pages): the tables
         # hold one row per slot ever written, in order of first write, and grow by doubling
@@ -217,7 +226,7 @@ class LiveReadMeter:
         self.hist = np.zeros((n, len(BOUND_BUCKETS) + 1), np.int64)  # per metered layer, non-cumulative
         self.hist_sum = np.zeros(n)
         self.totals = {"rows": 0, "rows_over_tau": 0, "rows_enforced": 0, "audit_rows": 0, "audit_mismatches": 0,
-                       "bound_beaten": 0, "requests_over_tau": 0}
+                       "bound_beaten": 0, "requests_over_tau": 0, "requests_budget_exhausted": 0}
         self.mismatch_by_layer = np.zeros(n, np.int64)
         self.audit_worst_ratio = 0.0  # largest |kernel - float64| / allowance seen (a reading: < 1 when clean)
 
@@ -337,20 +346,31 @@ class LiveReadMeter:
                 self._audit(li, layer, sp, q[i:i + 1, :, :nq], ks[i:i + 1, :, :sp.k1 - sp.k0], value,
                             ps[i:i + 1, :, :nq, :sp.k1 - sp.k0], vis[i:i + 1, :, :nq, :sp.k1 - sp.k0], scaling, groups,
                             output, out.alerts, rec)
-            if self.tau is not None:
-                over = b > self.tau
+            if self.tau is not None or self.budget is not None:
+                over = b > self.tau if self.tau is not None else torch.zeros(b.shape, dtype=torch.bool)
                 n_over = int(over.sum())
                 rec.over_tau[li] += n_over
                 self.totals["rows_over_tau"] += n_over
-                if n_over:
+                enforce = over
+                if self.budget is not None:  # admission on the request's cumulative bound
+                    if not rec.exhausted:
+                        cost = float(torch.where(over, torch.zeros((), dtype=b.dtype), b).sum())
+                        if rec.spent + cost > self.budget:
+                            rec.exhausted = True  # this read and every later one are served exact
+                        else:
+                            rec.spent += cost
+                    if rec.exhausted:
+                        enforce = torch.ones(b.shape, dtype=torch.bool)
+                n_enf = int(enforce.sum())
+                if n_enf:
                     ve = self.exact["value"][li][:, slots[i]].to(torch.float64)  # (Hkv, Tm, D)
                     y = grouped_matmul(pe[i:i + 1], ve.unsqueeze(0))[0, :, :nq]  # (H, Q, D) exact attention output
                     if out.output is output:
                         out.output = output.clone()
-                    hs, qs = over.nonzero(as_tuple=True)
+                    hs, qs = enforce.nonzero(as_tuple=True)
                     out.output[0, sp.q0 + qs, hs] = y[hs, qs].to(output.dtype)
-                    rec.enforced[li] += n_over
-                    self.totals["rows_enforced"] += n_over
+                    rec.enforced[li] += n_enf
+                    self.totals["rows_enforced"] += n_enf
 
     def _tally(self, li: int, rec: RequestAttention, bound: torch.Tensor) -> None:
         b = bound.reshape(-1).numpy()
@@ -406,14 +426,17 @@ class LiveReadMeter:
             return None
         if self.tau is not None and int(rec.over_tau.sum()):
             self.totals["requests_over_tau"] += 1
-        return rec.record(self.tau, self.exact is not None)
+        if rec.exhausted:
+            self.totals["requests_budget_exhausted"] += 1
+        return rec.record(self.tau, self.exact is not None, self.budget)
 
     def peek(self, rid: str) -> dict[str, Any] | None:
         rec = self.requests.get(rid)
-        return None if rec is None else rec.record(self.tau, self.exact is not None)
+        return None if rec is None else rec.record(self.tau, self.exact is not None, self.budget)
 
     def config(self) -> dict[str, Any]:
-        return {"metered_layers": self.metered, "tau": self.tau, "audit_rate": self.audit_rate,
+        return {"metered_layers": self.metered, "tau": self.tau, "request_budget": self.budget,
+                "audit_rate": self.audit_rate,
                 "exact_side_pool": self.exact is not None, "side_pool_bytes": self.side_pool_bytes,
                 "witness_bytes": self.witness_bytes, "exp_ulp_assumed": EXP_ULP, "unit_roundoff_float64": float(U64),
                 "box": {"intervals": LIVE_BOX.intervals, "buckets": LIVE_BOX.buckets, "ratio": LIVE_BOX.ratio}}

@@ -337,6 +337,10 @@ def add_read_meter_args(p: argparse.ArgumentParser) -> None:
     """The live read meter's options (shared by the server and ``ledger live``)."""
     p.add_argument("--tau", type=float, default=None,
                    help="enforce: rows whose live TV bound exceeds TAU in (0, 1) are served exact (keeps an exact side pool)")
+    p.add_argument("--request-budget", type=float, default=None, metavar="B",
+                   help="admission on each request's cumulative bound: once the summed live TV bounds of its rows "
+                        "served compressed would pass B, that read and every later one are served exact (keeps an "
+                        "exact side pool)")
     p.add_argument("--audit-rate", type=float, default=0.0,
                    help="fraction of (row, head) pairs whose kernel output is audited in float64 (default: 0)")
     p.add_argument("--bound-layers", default="all", help="layers to meter: all, or a comma list such as 2,10 (default: all)")
@@ -348,6 +352,7 @@ def read_meter_argv(a: argparse.Namespace) -> list[str]:
     """The read meter's options of ``a`` as server arguments."""
     out = ["--audit-rate", repr(a.audit_rate), "--bound-layers", a.bound_layers]
     out += ["--tau", repr(a.tau)] if a.tau is not None else []
+    out += ["--request-budget", repr(a.request_budget)] if a.request_budget is not None else []
     out += ["--keep-exact"] if a.keep_exact else []
     out += ["--no-live-bound"] if a.no_live_bound else []
     return out
@@ -366,7 +371,7 @@ def read_meter_config(a: argparse.Namespace) -> dict[str, Any]:
         except ValueError:
             raise UsageError(f"--bound-layers must be all or a comma list of layer indices, got {a.bound_layers!r}") from None
     return {"live_bound": not a.no_live_bound, "bound_layers": layers, "tau": a.tau, "audit_rate": a.audit_rate,
-            "keep_exact": a.keep_exact}
+            "keep_exact": a.keep_exact, "request_budget": a.request_budget}
 
 
 def _watch_parent(pid: int, httpd: ThreadingHTTPServer) -> None:
