@@ -24,9 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from witprobe.certify.certificate import assemble, canonical_json, sha256_text
-from witprobe.certify.derive import derive
-from witprobe.certify.kernels import KernelOutcomes, coq_check, lean_check, lean_real_check
+from witprobe.certify.pipeline import certificate_without_kernels
 from witprobe.certify.measure import DEFAULT_PROMPTS, MeasureConfig, environment, measure
 from witprobe.certify.end_to_end import DIVERGED
 from witprobe.memory.codecs import (CODECS, BandIntCodec, EvictionCodec, FP8E4M3Codec, KIVIKVCodec, MantissaMaskCodec,
@@ -71,13 +69,7 @@ def bench_codec(loaded, name: str, bands: int, max_new_tokens: int, prompts: tup
     t0 = time.monotonic()
     cfg = MeasureConfig(codec=name, bands=bands, max_new_tokens=max_new_tokens, prompts=prompts, e2e_tv_tolerance=0.1)
     run = measure(loaded, cfg).to_json()
-    text = canonical_json(run)
-    sha = sha256_text(text)
-    deriv = derive(json.loads(text))
-    outcomes = KernelOutcomes(coq=coq_check("off", deriv.theorems, sha),
-                              lean=lean_real_check("off", Path("unused.lean"), "", sha, deriv.lean_theorems),
-                              lean_arithmetic=lean_check("off", Path("unused.lean"), "", sha, deriv.obligations))
-    cert = assemble(sha, deriv, None, None, outcomes, None)
+    cert = certificate_without_kernels(run)
     claims = cert["claims"]
     s = cert["summary"]
     d = run["model"]["head_dim"]

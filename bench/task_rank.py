@@ -33,9 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-from witprobe.certify.certificate import assemble, canonical_json, sha256_text
-from witprobe.certify.derive import derive
-from witprobe.certify.kernels import KernelOutcomes, coq_check, lean_check, lean_real_check
+from witprobe.certify.pipeline import certificate_without_kernels
 from witprobe.certify.measure import MeasureConfig, environment, measure
 from witprobe.models.zoo import load_model
 
@@ -93,13 +91,7 @@ def bench_config(loaded, codec: str, max_new_tokens: int) -> dict:
     t0 = time.monotonic()
     cfg = MeasureConfig(codec=codec, max_new_tokens=max_new_tokens, tasks=TASKS)
     run = measure(loaded, cfg).to_json()
-    text = canonical_json(run)
-    sha = sha256_text(text)
-    deriv = derive(json.loads(text))
-    outcomes = KernelOutcomes(coq=coq_check("off", deriv.theorems, sha),
-                              lean=lean_real_check("off", Path("unused.lean"), "", sha, deriv.lean_theorems),
-                              lean_arithmetic=lean_check("off", Path("unused.lean"), "", sha, deriv.obligations))
-    cert = assemble(sha, deriv, None, None, outcomes, None)
+    cert = certificate_without_kernels(run)
     bounds, real = per_layer(cert["claims"], "bound"), per_layer(cert["claims"], "realized")
     tasks = {t["task"]: t for t in run["tasks"]}
     beaten = any(f.get("beaten_by_realized") for c in cert["claims"] for f in c.get("forms", {}).values())

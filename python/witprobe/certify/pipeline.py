@@ -90,6 +90,19 @@ class Produced:
     certificate: dict[str, Any]
 
 
+def certificate_without_kernels(run: RunRecord | dict[str, Any]) -> dict[str, Any]:
+    """The certificate of ``run`` with every proof kernel off, written nowhere (the benches: bounds,
+    realizations and self-checks are those of a kernel-checked run; every tier is empirical)."""
+    text = canonical_json(as_run(run).to_json())
+    sha = sha256_text(text)
+    deriv = derive(json.loads(text))
+    unused = Path("unused.lean")
+    outcomes = KernelOutcomes(coq=coq_check("off", deriv.theorems, sha),
+                              lean=lean_real_check("off", unused, "", sha, deriv.lean_theorems),
+                              lean_arithmetic=lean_check("off", unused, "", sha, deriv.obligations))
+    return assemble(sha, deriv, None, None, outcomes, None)
+
+
 def produce(run: RunRecord | dict[str, Any], lean_mode: str, workdir: Path, lean_timeout_s: float = 600.0,
             coq_mode: str = "auto") -> Produced:
     """Derive, render (``run.lean``, ``run.v``, ``run_real.lean``), check with Coq and Lean and
