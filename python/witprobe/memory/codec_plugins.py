@@ -116,8 +116,8 @@ def _load(target: str, spec: str) -> tuple[str, Any]:
         module_name, _, attr = target.partition(":")
         try:
             obj: Any = importlib.import_module(module_name)
-        except ImportError as e:
-            raise CodecError(f"codec spec {spec!r}: cannot import {module_name} ({e})") from None
+        except Exception as e:  # a module that does not import is the user's input: name it, no traceback
+            raise CodecError(f"codec spec {spec!r}: cannot import {module_name} ({type(e).__name__}: {e})") from None
         for part in attr.split("."):
             if not hasattr(obj, part):
                 raise CodecError(f"codec spec {spec!r}: {module_name} has no attribute {attr}")
@@ -270,8 +270,8 @@ def changed_sources(sources: list[dict[str, Any]]) -> list[str]:
         module = str(rec.get("module"))
         try:
             now = module_source(module).sha256
-        except (ImportError, ValueError) as e:
-            out.append(f"module {module} cannot be found here ({e})")
+        except Exception as e:  # a missing or broken package: the code that ran is not here
+            out.append(f"module {module} cannot be found here ({type(e).__name__}: {e})")
             continue
         if rec.get("sha256") is None:
             continue
