@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -115,23 +113,19 @@ def test_needle_in_a_haystack_sees_what_eviction_destroys(smollm2):
     assert out["evict-streaming"]["per_item"] == [{"compressed": 0.0, "uncompressed": 1.0}] * 2
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "witprobe.certify", *args], capture_output=True, text=True,
-                          timeout=900)
-
-
-def test_task_usage_errors_exit_2_in_one_line(tmp_path):
+def test_task_usage_errors_exit_2_in_one_line(tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"prompt": "q"}\n')
     for args, says in ((["--task", "squad"], "one of niah, ppl"), (["--task", str(bad)], "bad.jsonl:1"),
                        (["--task", "ppl", "--task", "ppl"], "distinct"),
                        (["--task", "ppl", "--model", "mla"], "--task needs dense KV layers only")):
-        done = _cli("run", *args, "--out", str(tmp_path / "o"), "--quiet")
-        assert done.returncode == 2 and done.stderr.count("\n") == 1 and says in done.stderr, (args, done.stderr)
+        code = main(["run", *args, "--out", str(tmp_path / "o"), "--quiet"])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and says in err, (args, err)
     assert not (tmp_path / "o").exists()
 
 
-def test_task_readings_reach_run_json_show_compare_and_the_report(tmp_path):
+def test_task_readings_reach_run_json_show_compare_and_the_report(tmp_path, capsys):
     items = tmp_path / "items.jsonl"
     items.write_text('{"prompt": "Say yes.", "answer": "yes"}\n')
     base = ["--model", "qwen3", "--prompt", "Hello", "--max-new-tokens", "2", "--coq", "off", "--lean", "off",
@@ -148,11 +142,14 @@ def test_task_readings_reach_run_json_show_compare_and_the_report(tmp_path):
 
     jsonschema.Draft202012Validator(json.loads((ROOT / "docs" / "schema" / "run.schema.json").read_text())
                                     ).validate(run)
-    shown = _cli("show", str(tmp_path / "a"))
-    assert shown.returncode == 0 and "task readings" in shown.stdout and "  ppl: perplexity" in shown.stdout
-    cmp_ = _cli("compare", str(tmp_path / "a"), str(tmp_path / "b"))
-    assert "  ppl perplexity: A " in cmp_.stdout and "  em:items.jsonl: only in A" in cmp_.stdout
-    assert _cli("report", str(tmp_path / "a")).returncode == 0
+    capsys.readouterr()
+    assert main(["show", str(tmp_path / "a")]) == 0
+    shown = capsys.readouterr().out
+    assert "task readings" in shown and "  ppl: perplexity" in shown
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    compared = capsys.readouterr().out
+    assert "  ppl perplexity: A " in compared and "  em:items.jsonl: only in A" in compared
+    assert main(["report", str(tmp_path / "a")]) == 0
     html = (tmp_path / "a" / "report.html").read_text()
     assert 'id="tasks"' in html and "em:items.jsonl" in html
-    assert _cli("check", str(tmp_path / "a")).returncode == 0
+    assert main(["check", str(tmp_path / "a")]) == 0
