@@ -328,9 +328,10 @@ def _cmd_show(args: argparse.Namespace) -> int:
             print(f"NOT VERIFIED: {problems[0]}", file=buf)
         print_table(c, buf, verified=not problems)
         print_summary(c, buf, problems)
-        tasks = read_json_object(args.dir / "run.json", schema_prefix="witprobe-run/").get("tasks")
-        for line in format_tasks(tasks if isinstance(tasks, list) else []):
-            print(line, file=buf)
+        if not problems:  # the task readings of a run.json that verified (a missing or edited one shows none)
+            tasks = read_json_object(args.dir / "run.json", schema_prefix="witprobe-run/").get("tasks")
+            for line in format_tasks(tasks if isinstance(tasks, list) else []):
+                print(line, file=buf)
 
     read_with(path, cert, render)
     sys.stdout.write(terminal_safe(buf.getvalue()))
@@ -351,8 +352,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         bad = verify_recorded(d, cert)
         problems += [f"{d}: {p}" for p in bad]
         rows.append(read_with(path, cert, lambda c, ok=not bad: claim_rows(c, verified=ok)))
-        found = read_json_object(d / "run.json", schema_prefix="witprobe-run/").get("tasks")
-        tasks.append(found if isinstance(found, list) else [])
+        found = read_json_object(d / "run.json", schema_prefix="witprobe-run/").get("tasks") if not bad else None
+        tasks.append(found if isinstance(found, list) else [])  # only a run.json that verified is read
     both, only_a, only_b = compare_rows(*rows)
     text = "".join(f"NOT VERIFIED: {p}\n" for p in problems) + compare_text(both, only_a, only_b, str(args.dir_a),
                                                                              str(args.dir_b))
