@@ -82,6 +82,14 @@ def test_show_marks_a_missing_run_json(run_dir, capsys):
     assert "NOT VERIFIED: run.json is missing" in capsys.readouterr().out
 
 
+def test_compare_marks_a_missing_run_json(run_dir, tmp_path, capsys):
+    other = tmp_path / "other"
+    shutil.copytree(run_dir, other)
+    (run_dir / "run.json").unlink()
+    assert main(["compare", str(run_dir), str(other)]) == 1
+    assert f"NOT VERIFIED: {run_dir}: run.json is missing" in capsys.readouterr().out
+
+
 def test_report_marks_a_bound_below_its_realized_value(run_dir, tmp_path, capsys):
     _edit(run_dir, _bound_below_realized)
     page_path = tmp_path / "page.html"
