@@ -93,6 +93,8 @@ STEPS: tuple[Step, ...] = (
           "--out", "bench/results/kill_cli.json"), bench=True, minutes=15),
     Step("task_rank", ("bench/results/task_rank_cpu.json",),
          (PY, "bench/task_rank.py", "--out", "bench/results/task_rank_cpu.json"), bench=True, minutes=40),
+    Step("kvpress", ("bench/results/kvpress_cpu.json",),  # re-runs itself in scripts/kvpress_env.py's environment
+         (PY, "bench/kvpress_presses.py", "--out", "bench/results/kvpress_cpu.json"), bench=True, minutes=10),
     Step("fuzz_cli", ("bench/results/fuzz_cli.json",),
          (PY, "bench/fuzz_cli.py", "--cases", "320", "--seed", "29", "--json", "bench/results/fuzz_cli.json"),
          bench=True, minutes=30),

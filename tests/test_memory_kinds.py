@@ -87,7 +87,7 @@ def _toy_run(toy: MemoryKind) -> dict:
         module = torch.nn.Module()
         module.layer_idx, module.num_key_value_groups = i, HEADS // KV_HEADS
         with torch.no_grad(), obs.active():
-            witprobe_attention(module, 3 * torch.randn(1, HEADS, TOKENS, DIM, generator=g), keys, values, mask, DIM ** -0.5)
+            witprobe_attention(module, 3 * torch.randn(1, HEADS, TOKENS, DIM, generator=g), keys, values, mask, scaling=DIM ** -0.5)
     snap = obs.snapshot()
     return {
         "schema": "witprobe-run/2",

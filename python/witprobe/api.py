@@ -9,6 +9,11 @@
     for layer in run.layers():
         print(layer.layer, layer.tv_realized_max, layer.bound_max)
 
+transformers 5.24 takes the cache as ``cache=``, transformers 5.2 (the ``kvpress`` extra) as
+``past_key_values=``; ``model.generate(**inputs, **run.cache_kwargs, ...)`` works with both.
+``codec`` is any ``certify run --codec`` spec, a kvpress press among them
+(``"kvpress:SnapKVPress(compression_ratio=0.5)"``, docs/KVPRESS.md).
+
 Inside the block the model uses the ``witprobe`` attention function and ``run.cache`` is a witness
 cache (a transformers ``Cache``): every K/V write is compressed by the codec and witnessed, every
 read is metered (the realized TV between exact and served attention at the same query, and the
@@ -46,8 +51,10 @@ from typing import Any
 from witprobe.memory.codec_plugins import make_codec_spec
 from witprobe.kinds.layouts import text_config, witness_cache_for
 from witprobe.models.capability import check_config
+from witprobe.models.transformers_release import cache_kwarg
 from witprobe.probe.attention import ATTN_IMPLEMENTATION
 from witprobe.probe.errors import ObserverError
+from witprobe.probe.press_hooks import press_scoring
 from witprobe.probe.observer import Observer
 from witprobe.probe.padding import PaddingStreamer, eos_ids
 from witprobe.probe.witness_cache import WitnessCache
@@ -94,6 +101,12 @@ class ObservedRun:
         if self._cache is None:
             self.new_cache()
         return self._cache
+
+    @property
+    def cache_kwargs(self) -> dict[str, WitnessCache]:
+        """``{"cache": run.cache}`` (transformers 5.24) or ``{"past_key_values": run.cache}`` (5.2):
+        the keyword this model's forward takes its cache by."""
+        return {cache_kwarg(self.model): self.cache}
 
     def new_cache(self) -> WitnessCache:
         """A fresh witness cache for the next request (readings keep accumulating)."""
@@ -155,7 +168,8 @@ def observe(model: Any, codec: str = "int8", bands: int = 4, compress_values: bo
     run = ObservedRun(model, codec, bands, compress_values)
     model.set_attn_implementation(ATTN_IMPLEMENTATION)
     try:
-        with run.observer.active() if run.cache is not None else contextlib.nullcontext():
+        with run.observer.active() if run.cache is not None else contextlib.nullcontext(), \
+                press_scoring(model, run.observer, run.codec):
             yield run
     finally:
         model.set_attn_implementation(previous)

@@ -52,7 +52,7 @@ def _serve(codec: str = "int4", scale_q: float = 4.0, seed: int = 0) -> dict:
     q = scale_q * torch.randn(1, HEADS, TOKENS, DIM, generator=g)
     mask = torch.full((1, 1, TOKENS, TOKENS), torch.finfo(torch.float32).min).triu(1)
     with torch.no_grad(), obs.active():
-        witprobe_attention(Attn(), q, keys, values, mask, DIM ** -0.5)
+        witprobe_attention(Attn(), q, keys, values, mask, scaling=DIM ** -0.5)
     snap = obs.snapshot()
     return {"write": snap["write"][0], "read": snap["read"][0]}
 
@@ -226,7 +226,7 @@ def test_row_chunking_does_not_change_what_is_counted(codec):
     q = 4.0 * torch.randn(1, HEADS, TOKENS, DIM, generator=g)
     mask = torch.full((1, 1, TOKENS, TOKENS), torch.finfo(torch.float32).min).triu(1)
     with torch.no_grad(), obs.active():
-        witprobe_attention(Attn(), q, keys, values, mask, DIM ** -0.5)
+        witprobe_attention(Attn(), q, keys, values, mask, scaling=DIM ** -0.5)
     chunked = obs.snapshot()["read"][0]
     for key in ("rows", *(f"rows_{f}_beaten" for f in FORMS), *(f"rows_{f}_vacuous" for f in FORMS)):
         assert chunked[key] == whole["read"][key], key
@@ -247,7 +247,7 @@ def test_the_dense_layer_read_is_the_reference_meter_bit_for_bit():
     keys, _ = layer.update(torch.randn(1, KV_HEADS, TOKENS, DIM, generator=g), torch.randn(1, KV_HEADS, TOKENS, DIM, generator=g))
     q = 4.0 * torch.randn(1, HEADS, TOKENS, DIM, generator=g)
     mask = torch.full((1, 1, TOKENS, TOKENS), torch.finfo(torch.float32).min).triu(1)
-    inputs = layer.read_scores(Attn(), q, keys, mask, DIM ** -0.5)
+    inputs = layer.read_scores(Attn(), q, keys, mask, scaling=DIM ** -0.5)
     served = read_rows_from_scores(inputs.s_exact, inputs.s_served, inputs.visible, inputs.components, DIM ** -0.5,
                                    inputs.score_err)
     ref = read_rows(q, layer.exact_keys, keys, layer.key_band_norms, mask, DIM ** -0.5, HEADS // KV_HEADS)
@@ -351,11 +351,11 @@ def test_the_served_attention_reads_no_evicted_key():
         keys, values = layer.update(torch.randn(1, KV_HEADS, prefill, DIM, generator=g),
                                     torch.randn(1, KV_HEADS, prefill, DIM, generator=g))
         _, w0 = witprobe_attention(Attn(0), torch.randn(1, HEADS, prefill, DIM, generator=g), keys, values,
-                                   causal.expand(1, 1, -1, -1), DIM ** -0.5)
+                                   causal.expand(1, 1, -1, -1), scaling=DIM ** -0.5)
         keys, values = layer.update(torch.randn(1, KV_HEADS, 1, DIM, generator=g),
                                     torch.randn(1, KV_HEADS, 1, DIM, generator=g))  # the policy runs first
         _, w = witprobe_attention(Attn(0), torch.randn(1, HEADS, 1, DIM, generator=g), keys, values,
-                                  torch.zeros(1, 1, 1, prefill + 1), DIM ** -0.5)
+                                  torch.zeros(1, 1, 1, prefill + 1), scaling=DIM ** -0.5)
     assert torch.all(w0[..., ~causal] == 0)
     torch.testing.assert_close(w0.sum(-1), torch.ones(1, HEADS, prefill))
     keep = layer.served_retained(HEADS // KV_HEADS)[:, :, 0, :]  # (B, H, T)
@@ -378,8 +378,8 @@ def test_the_served_attention_is_the_metered_one():
     q = 4.0 * torch.randn(1, HEADS, TOKENS, DIM, generator=g)
     mask = torch.full((1, 1, TOKENS, TOKENS), torch.finfo(torch.float32).min).triu(1)
     with torch.no_grad(), obs.active():
-        _, w = witprobe_attention(Attn(), q, keys, values, mask, DIM ** -0.5)
-    inputs = layer.read_scores(Attn(), q, keys, mask, DIM ** -0.5)
+        _, w = witprobe_attention(Attn(), q, keys, values, mask, scaling=DIM ** -0.5)
+    inputs = layer.read_scores(Attn(), q, keys, mask, scaling=DIM ** -0.5)
     rows = read_rows_from_scores(inputs.s_exact, inputs.s_served, inputs.visible, inputs.components, DIM ** -0.5,
                                  inputs.score_err)
     assert torch.all(w[..., torch.ones(TOKENS, TOKENS, dtype=torch.bool).triu(1)] == 0)

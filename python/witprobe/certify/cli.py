@@ -67,10 +67,15 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--model", default=DEFAULT_MODEL, metavar="NAME|DIR|FILE.gguf",
                    help=f"a zoo configuration ({', '.join(sorted(MODELS))}), a local transformers model directory "
                         "(config.json, weights, tokenizer) or a GGUF file (default: %(default)s)")
-    r.add_argument("--codec", default="int8", metavar="CODEC",
+    r.add_argument("--codec", default=None, metavar="CODEC",
                    help="codec for K/V: a built-in codec or an installed plugin listed below, with parameters as "
                         "NAME(k=v, ...), or any codec class, eviction policy class or factory by import path, "
-                        "package.module:Attr(k=v, ...) (docs/PLUGINS.md) (default: %(default)s)")
+                        "package.module:Attr(k=v, ...) (docs/PLUGINS.md) (default: int8)")
+    r.add_argument("--press", default=None, metavar="PRESS",
+                   help="a kvpress press instead of --codec, by import path with parameters, e.g. "
+                        "'kvpress:SnapKVPress(compression_ratio=0.5)': its prefill scores choose the entries evicted, "
+                        "and the read meter bounds the attention mass they carried (kvpress ScorerPress presses; "
+                        "docs/KVPRESS.md)")
     r.add_argument("--task", action="append", default=None, metavar="niah|ppl|FILE.jsonl",
                    help="add a task reading beside the bounds, served compressed and uncompressed (repeatable): "
                         "niah (built-in needle in a haystack, 8 haystacks of about 300 tokens), ppl (perplexity on "
@@ -168,6 +173,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from witprobe.certify.progress import Progress
     from witprobe.certify.report import print_summary, print_table
     from witprobe.formal import lean_runner
+    from witprobe.memory.codec_base import CodecError
+    from witprobe.memory.press import press_of
     from witprobe.models.loaded import ModelError
     from witprobe.models.zoo import check_model_ref, load_model
 
@@ -182,6 +189,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             text.encode("utf-8")  # a non-UTF-8 argument arrives as lone surrogates
         except UnicodeEncodeError as e:
             raise UsageError(f"--prompt number {i} is not UTF-8 text (an undecodable byte at character {e.start})") from None
+    if args.press is not None and args.codec is not None:
+        raise UsageError(f"--press and --codec {args.codec} cannot be combined: a press evicts exact entries, "
+                         "and eviction and quantization together are not metered")
+    args.codec = args.press or args.codec or "int8"
     prompts = read_prompts(args.prompts) if args.prompts else tuple(args.prompt) if args.prompt else DEFAULT_PROMPTS
     cfg = MeasureConfig(
         model=args.model, codec=args.codec, bands=args.bands, compress_values=not args.keys_only,
@@ -194,6 +205,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         check_model_ref(args.model)
     except (ValueError, ModelError) as e:
         raise UsageError(str(e)) from None
+    if args.press is not None and press_of(codec) is None:
+        raise UsageError(f"--press {args.press} names no kvpress press (a codec or policy goes with --codec)")
     out = args.out or default_out(args.model, args.codec)
     signer = None
     if args.sign is not None:
@@ -222,7 +235,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     progress.info(f"measuring {len(cfg.prompts)} requests with {cfg.codec} ({cfg.bands} bands)")
     try:
         run = measure(loaded, cfg, progress, codec=codec)
-    except MeterInputError as e:  # the model produced numbers the meter cannot bound (NaN, inf, < 0)
+    except (MeterInputError, CodecError) as e:  # numbers the meter cannot bound; a press or policy that failed
         raise UsageError(f"cannot meter this run: {e}") from None
     kernels = [k for k, m in (("Coq", args.coq), ("Lean", args.lean)) if m != "off"]
     progress.info("deriving claims, rendering theorems" + (f", checking with {' and '.join(kernels)}" if kernels else ""))

@@ -28,19 +28,22 @@ from witprobe.models.loaded import LoadedModel
 from witprobe.models.zoo import MODELS
 from witprobe.probe.box_sup import DEFAULT_SPEC as BOX_SUP_DEFAULT
 from witprobe.kinds.layouts import layer_kinds, text_config, witness_cache_for
+from witprobe.models.transformers_release import cache_kwarg, import_for, optional_import
 from witprobe.probe.attention import ATTN_IMPLEMENTATION
 from witprobe.probe.observer import Observer
+from witprobe.memory.press import press_of
+from witprobe.probe.press_hooks import attention_modules, press_scoring
 from witprobe.probe.padding import PaddingStreamer, eos_ids
 from witprobe.certify.run_record import RUN_SCHEMA, RunRecord, parse_run
 from witprobe.certify.tasks import check_spec as check_task, run_tasks
-from witprobe.probe.recurrent import DecayHooks
 from witprobe.probe.query_aligned import CALIBRATION_PROMPTS, QueryAlignedError, QueryBasis, calibrate
-from witprobe.probe.selector import SelectorHooks
-from witprobe.probe.v4 import PageSelectorHooks
 
-# model hooks by name (MemoryKind.hook), in installation order, with what each finds in a model
-HOOKS = {"pages": (PageSelectorHooks, "page indexers"), "decay": (DecayHooks, "forget gates"),
-         "indexer": (SelectorHooks, "indexer modules")}
+# model hooks by name (MemoryKind.hook), in installation order: the installer (module, class), imported
+# when used (the page and decay hooks import transformers classes that older releases lack), and what
+# each finds in a model
+HOOKS = {"pages": ("witprobe.probe.v4", "PageSelectorHooks", "page indexers"),
+         "decay": ("witprobe.probe.recurrent", "DecayHooks", "forget gates"),
+         "indexer": ("witprobe.probe.selector", "SelectorHooks", "indexer modules")}
 
 DEFAULT_PROMPTS = (
     "What is the capital of France? Answer in one sentence.",
@@ -162,6 +165,13 @@ def check_compatible(cfg: MeasureConfig, loaded: LoadedModel, codec: Codec) -> N
         what = "an eviction policy" if codec.scope == EVICT else "sequence-level"
         raise ValueError(f"codec {cfg.codec} is {what} and applies to dense KV layers only; "
                          f"{cfg.model} has {', '.join(sorted(kinds - {'dense_kv'}))} layers")
+    press = press_of(codec)
+    if press is not None:
+        n = len(attention_modules(loaded.model)[1])
+        if n != mc.num_hidden_layers:
+            raise ValueError(f"{type(press).__name__} scores the prefill on each layer's attention module "
+                             f"(model.model.layers[i].self_attn, as kvpress does); {cfg.model} has {n} of "
+                             f"{mc.num_hidden_layers}")
     if cfg.tasks and kinds != {"dense_kv"}:
         raise ValueError(f"--task needs dense KV layers only; {cfg.model} has "
                          f"{', '.join(sorted(kinds - {'dense_kv'}))} layers")
@@ -252,14 +262,18 @@ def measure(loaded: LoadedModel, cfg: MeasureConfig, progress: Progress | None =
         observer.set_output_projection(i, weight, math.nextafter(float(bound.upper), math.inf))
     installed = []
     try:
-        for hook, (cls, what) in HOOKS.items():  # every layer whose kind needs a model hook gets exactly one
-            installer = cls(observer)
+        for hook, (module, cls_name, what) in HOOKS.items():  # every layer whose kind needs a hook gets one
+            want = sum(KINDS[k].hook == hook for k in kinds)
+            mod = import_for(f"the {what} of {cfg.model}", module) if want else optional_import(module)
+            if mod is None:  # this transformers release has no model with such a module
+                continue
+            installer = getattr(mod, cls_name)(observer)
             installed.append(installer)
             found = installer.install(model)
-            want = sum(KINDS[k].hook == hook for k in kinds)
             if found != want:
                 raise ValueError(f"{found} {what} found for {want} layers that need one")
-        requests = _generate_all(loaded, cfg, codec, observer, progress)
+        with press_scoring(model, observer, codec):
+            requests = _generate_all(loaded, cfg, codec, observer, progress)
     finally:
         for installer in installed:
             installer.remove()
@@ -394,7 +408,8 @@ def _generate_batch(loaded: LoadedModel, cfg: MeasureConfig, codec: Codec, obser
     try:
         with torch.no_grad(), observer.active():
             gen = model.generate(
-                input_ids=ids, attention_mask=attn, cache=cache, max_new_tokens=cfg.max_new_tokens, do_sample=False,
+                input_ids=ids, attention_mask=attn, **{cache_kwarg(model): cache}, max_new_tokens=cfg.max_new_tokens,
+                do_sample=False,
                 pad_token_id=pad, streamer=_padding_streamer(observer, eos, TokenProgress(progress, label, cfg.max_new_tokens)),
                 output_logits=True, return_dict_in_generate=True,
             )
@@ -432,7 +447,7 @@ def _generate_all(loaded: LoadedModel, cfg: MeasureConfig, codec: Codec, observe
         cache = observer.attach(witness_cache_for(mc, codec, cfg.bands, cfg.compress_values, observer, model=model))
         with torch.no_grad(), observer.active():
             gen = model.generate(
-                **inputs, cache=cache, max_new_tokens=cfg.max_new_tokens, do_sample=False,
+                **inputs, **{cache_kwarg(model): cache}, max_new_tokens=cfg.max_new_tokens, do_sample=False,
                 pad_token_id=pad, streamer=TokenProgress(progress, label, cfg.max_new_tokens),
                 output_logits=True, return_dict_in_generate=True,
             )

@@ -45,9 +45,11 @@ import torch
 from witprobe.kinds.layouts import text_config, witness_cache_for
 from witprobe.memory.codecs import Codec
 from witprobe.models.loaded import LoadedModel
+from witprobe.models.transformers_release import cache_kwarg
 from witprobe.models.prompts import Prompt, encode
 from witprobe.probe.attention import ATTN_IMPLEMENTATION
 from witprobe.probe.observer import Observer
+from witprobe.probe.press_hooks import press_scoring
 
 BUILTIN_TASKS = ("niah", "ppl")
 NIAH_ITEMS = 8
@@ -221,8 +223,8 @@ class _Served:
         with torch.no_grad():
             if compressed:
                 cache, before = self._cache(), sum(self.observer.host_read_calls)
-                with self.observer.active():
-                    out = self.model.generate(**inputs, cache=cache, max_new_tokens=new_tokens,
+                with self.observer.active(), press_scoring(self.model, self.observer, self.codec):
+                    out = self.model.generate(**inputs, **{cache_kwarg(self.model): cache}, max_new_tokens=new_tokens,
                                               do_sample=False, pad_token_id=self.pad)
                 self._served_through_witprobe(before)
             else:
@@ -238,13 +240,14 @@ class _Served:
                 return float(-lp.gather(-1, ids[0, prefix:].unsqueeze(-1)).sum()), ids.shape[1] - prefix
             cache, before = self._cache(), sum(self.observer.host_read_calls)
             total = 0.0
-            with self.observer.active():
-                out = self.model(ids[:, :prefix], cache=cache, use_cache=True)
+            with self.observer.active(), press_scoring(self.model, self.observer, self.codec):
+                kw = cache_kwarg(self.model)
+                out = self.model(ids[:, :prefix], **{kw: cache}, use_cache=True)
                 for t in range(prefix, ids.shape[1]):
                     lp = torch.log_softmax(out.logits[0, -1].to(torch.float64), dim=-1)
                     total -= float(lp[ids[0, t]])
                     if t + 1 < ids.shape[1]:
-                        out = self.model(ids[:, t:t + 1], cache=cache, use_cache=True)
+                        out = self.model(ids[:, t:t + 1], **{kw: cache}, use_cache=True)
             self._served_through_witprobe(before)
             return total, ids.shape[1] - prefix
 

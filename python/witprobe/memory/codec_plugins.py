@@ -16,7 +16,9 @@ names is one of:
 - an :class:`~witprobe.memory.codecs.EvictionPolicy` subclass: ``EvictionCodec(Attr(**params))``;
 - a :class:`~witprobe.memory.codecs.CodecEntry` or a function: called as ``f(bands, **params)``
   (a ``CodecEntry`` takes no parameters); it must return a codec;
-- a codec instance (no parameters).
+- a codec instance (no parameters);
+- a kvpress press class or instance (``kvpress:SnapKVPress(compression_ratio=0.5)``):
+  ``EvictionCodec(PressPolicy(press))`` (:mod:`witprobe.memory.press`).
 
 :func:`codec_provenance` says which code built the codec: the spec, where it came from, the
 codec's parameters, and the SHA-256 of the source file of every module involved (the named
@@ -40,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from witprobe.memory.codecs import CODECS, Codec, CodecEntry, CodecError, EvictionCodec, EvictionPolicy
+from witprobe.memory.press import is_press, press_codec, press_of
 
 ENTRY_POINT_GROUP = "witprobe.codecs"
 BUILTIN, ENTRY_POINT, IMPORT = "builtin", "entry_point", "import"
@@ -145,6 +148,10 @@ def _build(obj: Any, params: dict[str, Any], bands: int, spec: str, label: str) 
             codec = obj(**kwargs)
         elif isinstance(obj, type) and issubclass(obj, EvictionPolicy):
             codec = EvictionCodec(policy=obj(**params), label=label)
+        elif is_press(obj):
+            if params and not isinstance(obj, type):
+                raise CodecError(f"codec spec {spec!r}: names a press instance, which takes no parameters")
+            codec = press_codec(obj(**params) if isinstance(obj, type) else obj, label)
         elif isinstance(obj, Codec):
             if params:
                 raise CodecError(f"codec spec {spec!r}: names a codec instance, which takes no parameters")
@@ -157,7 +164,7 @@ def _build(obj: Any, params: dict[str, Any], bands: int, spec: str, label: str) 
             codec = obj(bands, **params)
         else:
             raise CodecError(f"codec spec {spec!r} names a {type(obj).__name__}, not a codec, an eviction "
-                             "policy or a function returning a codec")
+                             "policy, a kvpress press or a function returning a codec")
     except CodecError:
         raise
     except Exception as e:  # the plugin's own constructor refused its parameters
@@ -237,6 +244,9 @@ def _modules(obj: Any, codec: Codec) -> list[str]:
     mods = [getattr(inspect.getmodule(obj), "__name__", None), type(codec).__module__]
     if isinstance(codec, EvictionCodec):
         mods.append(type(codec.policy).__module__)
+    press = press_of(codec)
+    if press is not None:  # the press's class and the kvpress classes it inherits its rule from
+        mods.extend(c.__module__ for c in type(press).__mro__ if c.__module__.startswith("kvpress"))
     out: list[str] = []
     for m in mods:
         if m and m not in out:

@@ -376,7 +376,7 @@ class MantissaMaskCodec(GridCodec):
 
 
 SCHEDULES = ("every_step", "once_after_prefill")
-VOTES = ("none", "attention", "window")
+VOTES = ("none", "attention", "window", "press")
 
 
 @dataclass(frozen=True)
@@ -390,7 +390,8 @@ class EvictionPolicy:
       so far) or ``"once_after_prefill"`` (once, before the first decode write);
     - ``votes``: the ``scores`` that :meth:`keep` receives: ``"none"`` (zeros: positions only),
       ``"attention"`` (served attention mass accumulated over every read) or ``"window"`` (the
-      mass from the last ``window`` prompt queries; the policy then has an integer ``window``).
+      mass from the last ``window`` prompt queries; the policy then has an integer ``window``) or
+      ``"press"`` (a kvpress press's own scores of the prefill, :mod:`witprobe.memory.press`).
     """
 
     schedule: ClassVar[str] = "every_step"

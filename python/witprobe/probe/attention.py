@@ -77,11 +77,15 @@ def witprobe_attention(
     key: torch.Tensor,
     value: torch.Tensor,
     attention_mask: torch.Tensor | None,
-    scaling: float | None = None,
     dropout: float = 0.0,
+    scaling: float | None = None,
     **kwargs,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Attention function registered as ``"witprobe"``: meter the read, then attend eagerly."""
+    """Attention function registered as ``"witprobe"``: meter the read, then attend eagerly.
+
+    The parameters are in the order of transformers' ``sdpa_attention_forward`` (``dropout`` sixth):
+    models pass both by keyword, and kvpress's import-time wrapper of every registered attention
+    function passes ``dropout`` by position."""
     for k in _UNSUPPORTED_KWARGS:
         if kwargs.get(k) is not None:
             raise ObserverError(f"witprobe attention does not model {k!r}; refusing to meter this layer")

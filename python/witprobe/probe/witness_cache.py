@@ -148,6 +148,7 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
         self.prefill_len = 0
         self.compressed = False
         self.evictions = 0  # policy applications
+        self.press_scored = False  # votes "press": PressHooks stored the press's prefill scores
 
     def _qa_basis(self) -> torch.Tensor | None:
         """This layer's calibrated query basis ``(Hkv, D, r)``, if the recorder carries one."""
@@ -280,6 +281,9 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
             if self.compressed:
                 return
             self.compressed = True
+        if codec.votes == "press" and not self.press_scored:
+            raise CodecError(f"layer {self.layer_idx}: the press {type(codec.policy.press).__name__} never scored the "
+                             "prefill (its hooks were not on the model; witprobe.probe.press_hooks.press_scoring)")
         scores = torch.where(self.retained, self.votes, torch.full_like(self.votes, -math.inf))
         keep_idx = codec.kept(scores)
         keep = torch.zeros_like(self.retained).scatter(-1, keep_idx, True)
@@ -299,7 +303,7 @@ class WitnessKVLayer(WitnessLayerMixin, DynamicLayer):
     def _vote(self, s: torch.Tensor, visible: torch.Tensor, rows: slice | None, groups: int) -> None:
         """Fold this read's served attention into the policy's votes ``(B, Hkv, T)``."""
         kind = self.evict_codec.votes
-        if kind == "none":
+        if kind in ("none", "press"):  # positions only, or the press's scores (PressHooks)
             return
         p = torch.softmax(torch.where(visible, s, torch.full_like(s, -math.inf)), dim=-1)  # served, over R
         if kind == "window":

@@ -80,6 +80,9 @@ class Witprobe:
 
 def _components(model_ref: str, wp: Witprobe, cb_kwargs: dict[str, Any]) -> Any:
     """transformers serve's application with the zoo loader and the ledger attached."""
+    from witprobe.models.transformers_release import import_for
+
+    import_for("transformers serve (witprobe serve)", "transformers.cli.serving.server")
     from transformers import ContinuousBatchingConfig
     from transformers.cli.serving.chat_completion import ChatCompletionHandler
     from transformers.cli.serving.completion import CompletionHandler
