@@ -4,7 +4,9 @@ For each press (KnormPress, SnapKVPress, ExpectedAttentionPress at ``compression
 SnapKVPress with a 16-token window) this runs ``certify run --press`` on SmolLM2-135M-Instruct with
 one 69-token prompt and 8 greedy tokens, and records from ``certificate.json``, per layer: the
 eviction TV bound (``evict_tv``, decimal rounded up), the largest realized TV, the tier, whether the
-bound is vacuous; and the end-to-end readings. The bound must hold against every realized value:
+bound is vacuous, and from ``run.json`` the decode rows that read past an evicted entry (how many,
+how many have a vacuous bound, the mean row bound and the mean realized TV over them); and the
+end-to-end readings. The bound must hold against every realized value:
 a bound beaten by reality fails the bench (exit 1).
 
 Run from the main environment, it re-runs itself in the kvpress environment of
@@ -64,8 +66,18 @@ def _one(press: str, work: Path) -> dict:
             raise SystemExit(f"{press}: {c['id']} bound {c['bound']['decimal_up']} beaten by realized {realized}")
         layers.append({"layer": c["layer"], "bound": c["bound"]["decimal_up"], "realized": realized,
                        "tier": c["tier"], "vacuous": c["vacuous"]})
+    run = json.loads((out / "run.json").read_text())
+    for x in layers:  # the decode rows that read past an evicted entry: how many, how many vacuous, means
+        rd = run["layers"][x["layer"]]["read"]
+        n = rd["evict_rows_evicting"]  # prefill rows and rows that see no evicted entry add 0 to both sums
+        x.update(rows_evicting=n, rows_vacuous=rd["rows_evict_vacuous"],
+                 row_bound_sum=rd["evict_bound"]["sum"], row_realized_sum=rd["evict_tv_realized"]["sum"])
+    rows = sum(x["rows_evicting"] for x in layers)
     e2e = cert["summary"]["end_to_end"]
     return {"press": press, "exit": code, "verdict": cert["summary"]["verdict"], "layers": layers,
+            "rows_evicting": rows, "rows_vacuous": sum(x["rows_vacuous"] for x in layers),
+            "row_bound_mean": sum(x["row_bound_sum"] for x in layers) / rows,
+            "row_realized_mean": sum(x["row_realized_sum"] for x in layers) / rows,
             "non_vacuous_layers": [x["layer"] for x in layers if not x["vacuous"]],
             "certified_layers": [x["layer"] for x in layers if x["tier"] == "certified"],
             "end_to_end": e2e}
@@ -90,7 +102,9 @@ def main() -> int:
     os.replace(tmp_out, args.out)
     for r in rows:
         print(f"{r['press']}: exit {r['exit']}, verdict {r['verdict']}, non-vacuous layers "
-              f"{len(r['non_vacuous_layers'])}/30, certified {len(r['certified_layers'])}/30")
+              f"{len(r['non_vacuous_layers'])}/30, certified {len(r['certified_layers'])}/30; evicting rows "
+              f"{r['rows_evicting']}, vacuous {r['rows_vacuous']}, mean row bound {r['row_bound_mean']:.4f}, "
+              f"mean realized {r['row_realized_mean']:.4f}")
     return 0
 
 

@@ -80,9 +80,6 @@ class Witprobe:
 
 def _components(model_ref: str, wp: Witprobe, cb_kwargs: dict[str, Any]) -> Any:
     """transformers serve's application with the zoo loader and the ledger attached."""
-    from witprobe.models.transformers_release import import_for
-
-    import_for("transformers serve (witprobe serve)", "transformers.cli.serving.server")
     from transformers import ContinuousBatchingConfig
     from transformers.cli.serving.chat_completion import ChatCompletionHandler
     from transformers.cli.serving.completion import CompletionHandler
@@ -258,6 +255,12 @@ def _serve(a: argparse.Namespace) -> int:
 
     if not 0 <= a.port <= 65535:
         raise UsageError(f"--port must lie in [0, 65535], got {a.port}")
+    from witprobe.models.transformers_release import TransformersReleaseError, import_for
+
+    try:
+        import_for("transformers serve (witprobe serve)", "transformers.cli.serving.server")
+    except TransformersReleaseError as e:
+        raise UsageError(str(e)) from None
     if a.page_size < 1 or a.num_blocks < 8 or a.max_batch_tokens < 16:
         raise UsageError("--page-size must be >= 1, --num-blocks >= 8 and --max-batch-tokens >= 16")
     if a.ready_file is not None and (a.ready_file.exists() or a.ready_file.is_symlink()):
