@@ -133,14 +133,16 @@ def test_presses_witprobe_cannot_meter_are_refused_with_the_reason(tmp_path, cap
 
 
 @pytest.mark.parametrize("module, argv", [
-    ("witprobe.serving.server", []),  # witprobe serve-loopback (and ledger live's engine)
+    ("witprobe.serving.server", ["--ready-file", "ready"]),  # witprobe serve-loopback
     ("witprobe.serving.openai_server", ["--model", "smollm2"]),  # witprobe serve
+    ("witprobe.ledger.cli", ["live"]),  # witprobe ledger live
 ])
 def test_serving_needs_transformers_5_24_and_says_so(tmp_path, capsys, module, argv):
     import importlib
 
     out = tmp_path / "out"
     main_of = importlib.import_module(module).main
+    argv = [str(tmp_path / a) if a == "ready" else a for a in argv]
     assert main_of([*argv, "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "needs transformers 5.24 (installed: 5.2" in err and "pip install 'witprobe[serve]'" in err, err

@@ -51,6 +51,16 @@ def import_for(part: str, module: str, attr: str | None = None) -> Any:
             f"install it with: pip install 'witprobe[serve]'") from None
 
 
+def continuous_batching_missing() -> str | None:
+    """Why the installed transformers cannot run continuous batching (``witprobe serve``,
+    ``serve-loopback``, ``ledger live``), or ``None`` when it can: checked before anything is written."""
+    try:
+        import_for(CONTINUOUS_BATCHING, "transformers.generation.configuration_utils", "ContinuousBatchingConfig")
+    except TransformersReleaseError as e:
+        return str(e)
+    return None
+
+
 def optional_import(module: str) -> ModuleType | None:
     """Import ``module``, or ``None`` when the installed transformers lacks what it imports: for parts
     no layer of the model needs (a model that needs them cannot be loaded by that release either)."""

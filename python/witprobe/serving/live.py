@@ -37,6 +37,7 @@ from typing import Any
 
 from witprobe import safe_output
 from witprobe.serving.config import FAULTS
+from witprobe.models.transformers_release import continuous_batching_missing
 from witprobe.serving.server import add_read_meter_args, read_meter_argv, read_meter_config
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -217,7 +218,7 @@ def run(a: argparse.Namespace) -> int:
     from witprobe.ledger.acceptance import Criterion
     from witprobe.serving.live_gate import failing, run_gate
 
-    why = _usage(a)
+    why = _usage(a) or continuous_batching_missing()
     if why:
         print(f"error: {why}", file=sys.stderr)
         return EXIT_USAGE

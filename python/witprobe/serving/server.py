@@ -411,24 +411,14 @@ def main(argv: list[str] | None = None) -> int:
     return run_handler(_serve, _parser().parse_args(argv), "witprobe serve")
 
 
-def _need_continuous_batching() -> None:
-    """Exit 2 before anything is written when this transformers has no continuous batching."""
-    from witprobe.cliutil import UsageError
-    from witprobe.models.transformers_release import CONTINUOUS_BATCHING, TransformersReleaseError, import_for
-
-    try:
-        import_for(CONTINUOUS_BATCHING, "transformers.generation.configuration_utils", "ContinuousBatchingConfig")
-    except TransformersReleaseError as e:
-        raise UsageError(str(e)) from None
-
-
 def _serve(a: argparse.Namespace) -> int:
     from witprobe.cliutil import UsageError
 
-    why = _usage(a)
+    from witprobe.models.transformers_release import continuous_batching_missing
+
+    why = _usage(a) or continuous_batching_missing()
     if why is not None:
         raise UsageError(why)
-    _need_continuous_batching()
     from witprobe.ledger.trace import PROMPTS
     from witprobe.serving.config import LiveConfig, LiveConfigError
 
