@@ -105,3 +105,19 @@ def test_under_eviction_the_headline_states_the_eviction_scope_not_only_the_stor
     assert "attention TV bounded on 2/2 layers" in text
     assert "eviction TV bounded on 0/2 layers" in text
     assert any("eviction" in t and "2/2 layers" in t for t in not_bounded)
+
+
+def test_a_bound_that_prints_as_one_but_is_below_one_is_called_nearly_vacuous():
+    """An eviction bound of 1 - 2^-47 is not vacuous (it is below 1) and may be certified, but
+    printed to six places it reads 1.000000: the headline says how far below 1 it is."""
+    from witprobe.certify.report import print_scope
+
+    def line(exact: str, decimal: str) -> str:
+        out = io.StringIO()
+        print_scope({"largest_tv_bound": {"bound": {"decimal_up": decimal, "exact": exact}, "claim": "L05.evict_tv",
+                                          "tier": "certified", "realized_max": 0.99}}, out)
+        return out.getvalue()
+
+    assert "1.000000 = 1 - 7.1e-15, nearly vacuous (L05.evict_tv, certified;" in line(
+        "140737488355327/140737488355328", "1.000000")
+    assert "nearly" not in line("56294995342131/281474976710656", "0.200000")

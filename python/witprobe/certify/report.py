@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from fractions import Fraction
+
 from typing import Any, TextIO
 
 from witprobe.calculus import rounding
@@ -289,7 +291,10 @@ def print_scope(s: dict[str, Any], out: TextIO) -> None:
         print(f"not bounded: {text}", file=out)
     big = s.get("largest_tv_bound")
     if big:
-        print(f"largest per-layer TV bound: {big['bound']['decimal_up']} ({big['claim']}, {big['tier']}; "
+        exact = big["bound"].get("exact")  # a bound that prints as 1.000000 but is below 1 says so
+        b = Fraction(exact) if isinstance(exact, str) else Fraction(0)
+        near = f" = 1 - {float(1 - b):.1e}, nearly vacuous" if Fraction(999_999, 10**6) < b < 1 else ""
+        print(f"largest per-layer TV bound: {big['bound']['decimal_up']}{near} ({big['claim']}, {big['tier']}; "
               f"realized there {big['realized_max']:.4f}; per layer, not end to end)", file=out)
     real = s.get("largest_realized_tv")
     if real:
