@@ -30,6 +30,7 @@ from torch import nn
 
 from witprobe.memory.codec_base import CodecError
 from witprobe.memory.press import press_of
+from witprobe.probe.model_hooks import ModelHooks
 
 
 def attention_modules(model: nn.Module) -> tuple[nn.Module | None, list[nn.Module]]:
@@ -44,13 +45,12 @@ def attention_modules(model: nn.Module) -> tuple[nn.Module | None, list[nn.Modul
     return lm, [m for m in mods if isinstance(m, nn.Module) and hasattr(m, "layer_idx")]
 
 
-class PressHooks:
+class PressHooks(ModelHooks):
     """Forward hooks running ``press.score`` at the end of each layer's prefill (module docstring)."""
 
     def __init__(self, observer: Any, press: Any) -> None:  # observer: witprobe.probe.observer.Observer
-        self.observer = observer
+        super().__init__(observer)
         self.press = press
-        self.handles: list = []
         self.lent: list[nn.Module] = []  # modules given a rotary_emb they did not have
 
     def install(self, model: nn.Module) -> int:
@@ -66,9 +66,7 @@ class PressHooks:
         return len(self.handles)
 
     def remove(self) -> None:
-        for h in self.handles:
-            h.remove()
-        self.handles.clear()
+        super().remove()
         for mod in self.lent:
             del mod.rotary_emb
         self.lent.clear()

@@ -23,6 +23,7 @@ from transformers.cache_utils import LinearAttentionLayer
 from witprobe.memory.codecs import Codec
 from witprobe.probe.meters import band_witness
 from witprobe.probe.witness_cache import WitnessLayerMixin, WriteRecorder, bands_for
+from witprobe.probe.model_hooks import ModelHooks
 
 A_EDGES = (0.5, 0.9, 0.99, 0.999)  # bins: <=.5 | (.5,.9] | (.9,.99] | (.99,.999] | >.999
 NEAR_ONE = 0.999
@@ -67,12 +68,8 @@ class WitnessRecurrentLayer(WitnessLayerMixin, LinearAttentionLayer):
                 self.groenwall = self.groenwall * amax[:, t]
 
 
-class DecayHooks:
+class DecayHooks(ModelHooks):
     """Forward hooks on every KDA forget gate: record ``a_t`` per channel and drive the recursions."""
-
-    def __init__(self, observer) -> None:  # noqa: ANN001 - witprobe.probe.observer.Observer
-        self.observer = observer
-        self.handles: list = []
 
     def install(self, model: nn.Module) -> int:
         for mod in model.modules():
@@ -81,11 +78,6 @@ class DecayHooks:
                 idx = mod.layer_idx
                 self.handles.append(gate.register_forward_hook(lambda m, i, o, idx=idx: self._hook(idx, o)))
         return len(self.handles)
-
-    def remove(self) -> None:
-        for h in self.handles:
-            h.remove()
-        self.handles.clear()
 
     def _hook(self, layer_idx: int, g: torch.Tensor) -> None:
         obs = self.observer

@@ -37,6 +37,7 @@ from witprobe.memory.codecs import Codec
 from witprobe.probe.latent import WitnessLatentLayer
 from witprobe.probe.meters import band_witness
 from witprobe.probe.witness_cache import bands_for
+from witprobe.probe.model_hooks import ModelHooks
 
 ETAS = (1e-3, 1e-2)
 RANKS = (1, 8, 64)
@@ -302,7 +303,7 @@ def fold_selection(acc, rows: SelectionRows, mismatch: torch.Tensor) -> None:  #
                 acc.count(f"{tag}_{key}", flags & nt)
 
 
-class SelectorHooks:
+class SelectorHooks(ModelHooks):
     """Forward hooks on every DSA indexer: meter the selection and stage it for the read.
 
     The hook recomputes the indexer's scores with the served and with the uncompressed indexer keys
@@ -312,20 +313,11 @@ class SelectorHooks:
     layer for the attention read that follows.
     """
 
-    def __init__(self, observer) -> None:  # noqa: ANN001 - witprobe.probe.observer.Observer
-        self.observer = observer
-        self.handles: list = []
-
     def install(self, model: nn.Module) -> int:
         for mod in model.modules():
             if type(mod).__name__.endswith("Indexer") and hasattr(mod, "index_topk") and hasattr(mod, "layer_idx"):
                 self.handles.append(mod.register_forward_hook(self._hook, with_kwargs=True))
         return len(self.handles)
-
-    def remove(self) -> None:
-        for h in self.handles:
-            h.remove()
-        self.handles.clear()
 
     def _hook(self, module: nn.Module, args: tuple, kwargs: dict, output: torch.Tensor) -> None:
         obs = self.observer

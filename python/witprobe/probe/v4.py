@@ -38,6 +38,7 @@ from witprobe.probe.meters import ScoreComponent, band_norms, band_witness, scor
 from witprobe.calculus.float_error import U32
 from witprobe.probe.selector import fold_selection, selection_radius, selection_rows
 from witprobe.probe.witness_cache import ReadScores, WitnessLayerMixin, WriteRecorder, bands_for
+from witprobe.probe.model_hooks import ModelHooks
 
 ENTRY_TENSOR = {"compressor": "entry", "indexer": "index_entry"}
 
@@ -209,7 +210,7 @@ class WitnessV4CSALayer(_V4Witness, DeepseekV4CSACache):
         return prior
 
 
-class PageSelectorHooks:
+class PageSelectorHooks(ModelHooks):
     """Hooks on every CSA lightning indexer (and its scorer): meter the page selection.
 
     The scorer hook keeps the query, the hidden states and the served page scores; the indexer hook
@@ -219,8 +220,7 @@ class PageSelectorHooks:
     """
 
     def __init__(self, observer) -> None:  # noqa: ANN001
-        self.observer = observer
-        self.handles: list = []
+        super().__init__(observer)
         self._scored: dict[int, tuple] = {}
         self._busy = False
 
@@ -237,11 +237,6 @@ class PageSelectorHooks:
                                                           with_kwargs=True))
             n += 1
         return n
-
-    def remove(self) -> None:
-        for h in self.handles:
-            h.remove()
-        self.handles.clear()
 
     def _scorer_hook(self, li: int, module: nn.Module, args: tuple, output: torch.Tensor) -> None:
         if self._busy or not self.observer.is_active:
