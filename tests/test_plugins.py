@@ -198,3 +198,13 @@ def test_check_fails_a_plugin_whose_source_changed_and_notes_the_rest(on_path, t
     finally:
         module.write_text(text)
     assert len(problems) == 1 and "codec 'demo-step'" in problems[0] and "changed since the run" in problems[0]
+
+
+def test_votes_press_need_a_press():
+    @dataclass(frozen=True)
+    class Pressless(EvictionPolicy):
+        schedule = "once_after_prefill"
+        votes = "press"
+
+    with pytest.raises(CodecError, match="votes 'press' are a kvpress press's scores"):
+        EvictionCodec(policy=Pressless())

@@ -62,3 +62,42 @@ def test_cache_kwarg_follows_the_models_forward():
     assert cache_kwarg(New()) == "cache" and cache_kwarg(Old()) == "past_key_values"
     with pytest.raises(TransformersReleaseError, match="takes no cache argument"):
         cache_kwarg(Neither())
+
+
+class ScorerPress:
+    """Stands in for kvpress's ``ScorerPress``: witprobe recognizes a press by the module and name
+    of the classes it inherits from, so this needs no kvpress."""
+
+    compression_ratio = 0.5
+
+    def compress(self, *args):
+        raise AssertionError("witprobe keeps entries by score itself")
+
+    def forward_hook(self, *args):
+        raise AssertionError("witprobe installs its own hooks")
+
+
+ScorerPress.__module__ = "kvpress.presses.scorer_press"
+
+
+def test_a_press_that_never_scored_the_prefill_evicts_nothing_and_says_why():
+    """Fail closed: without the press's hooks on the model, the first decode write refuses to
+    evict on votes that were never cast (instead of keeping the top of all-zero scores)."""
+    import torch
+
+    from witprobe.memory.codec_base import CodecError
+    from witprobe.memory.press import press_codec
+    from witprobe.probe.observer import Observer
+    from witprobe.probe.witness_cache import WitnessCache
+
+    codec = press_codec(ScorerPress(), "scorerpress")
+    obs = Observer(1)
+    layer = obs.attach(WitnessCache.for_dense_kv(1, codec, codec, 4, obs)).layers[0]
+    with torch.no_grad(), obs.active():
+        layer.update(torch.randn(1, 2, 8, 16), torch.randn(1, 2, 8, 16))
+        with pytest.raises(CodecError, match="never scored the prefill"):
+            layer.update(torch.randn(1, 2, 1, 16), torch.randn(1, 2, 1, 16))
+        layer.votes = torch.arange(8, dtype=torch.float64).expand(1, 2, 8).clone()  # what the hooks would store
+        layer.press_scored, layer.compressed = True, False
+        layer.update(torch.randn(1, 2, 1, 16), torch.randn(1, 2, 1, 16))
+    assert layer.retained[0, :, :8].tolist() == [[False] * 4 + [True] * 4] * 2  # the top 4 of 8 by score

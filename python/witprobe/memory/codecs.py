@@ -591,6 +591,9 @@ class EvictionCodec(Codec):
         window = getattr(p, "window", None)
         if p.votes == "window" and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
             raise CodecError(f"eviction policy {what}: votes 'window' needs an integer window >= 1, got {window!r}")
+        if p.votes == "press" and not hasattr(p, "press"):
+            raise CodecError(f"eviction policy {what}: votes 'press' are a kvpress press's scores; it needs a press "
+                             "(witprobe.memory.press.PressPolicy)")
 
     @property
     def name(self) -> str:
