@@ -180,7 +180,9 @@ def test_an_assumption_outside_the_allowlist_rejects_every_theorem(library, smol
 
 def test_check_catches_a_constant_edited_in_run_v(tmp_path, smollm2_run, capsys):
     out = tmp_path / "run"
-    write_run_dir(smollm2_run, out, "off")  # the untouched run checks: test_certify.py::test_check_accepts_the_untouched_run
+    # the untouched run checks: test_certify.py::test_check_accepts_the_untouched_run; the edit is
+    # caught by comparing run.v with the rendering of run.json, before and without any kernel run
+    write_run_dir(smollm2_run, out, "off", coq_mode="off")
     v = out / COQ_FILE
     text = v.read_text()
     i = text.index("<= (", text.index("Theorem L04_attn_tv")) + len("<= (")

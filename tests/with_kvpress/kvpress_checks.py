@@ -7,8 +7,8 @@ file in it, explicitly: ``python -m pytest -q -n 0 tests/with_kvpress/kvpress_ch
 
 What they hold:
 - ``certify run --press`` certifies KnormPress and SnapKVPress on SmolLM2 at ratio 0.5, from the
-  command line, and ``certify check`` confirms the run; the provenance names kvpress's own modules
-  and version;
+  command line, and ``certify check`` confirms the KnormPress run; the provenance names kvpress's
+  own modules and version;
 - witprobe evicts exactly the entries kvpress itself evicts (kvpress's own hook on a plain
   ``DynamicCache``), so what is certified is the press, not a re-implementation of it;
 - ExpectedAttentionPress runs through the Python API, and every metered bound holds against the
@@ -48,8 +48,9 @@ def _certify(tmp_path, press: str, capsys) -> tuple[dict, dict, str]:
     assert code in (0, 5), printed  # 5: pass, but the end-to-end readings diverged (eviction at 0.5 may)
     run = json.loads((out / "run.json").read_text())
     cert = json.loads((out / "certificate.json").read_text())
-    assert main(["check", str(out)]) == 0, capsys.readouterr().out
-    capsys.readouterr()
+    if "KnormPress" in press:  # certify check re-runs the kernel (about 40 s): once is enough here
+        assert main(["check", str(out)]) == 0, capsys.readouterr().out
+        capsys.readouterr()
     return run, cert, printed
 
 
