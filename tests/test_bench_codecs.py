@@ -5,7 +5,6 @@ tightness and witness bytes per entry)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -15,15 +14,14 @@ from witprobe.certify.end_to_end import DIVERGED
 from witprobe.memory.codecs import CODECS, make_codec
 from witprobe.probe.meters import witness_bytes_per_entry
 
+from repo_scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULT = ROOT / "bench" / "results" / "codecs_cpu.json"
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_codecs", ROOT / "bench" / "codecs.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("bench/codecs.py")
 
 
 @pytest.mark.parametrize("name", sorted(CODECS))

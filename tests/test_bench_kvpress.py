@@ -8,20 +8,18 @@ record's, line for line.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
+
+from repo_scripts import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = ROOT / "bench" / "results" / "kvpress_cpu.json"
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("kvpress_presses", ROOT / "bench" / "kvpress_presses.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("bench/kvpress_presses.py")
 
 
 def test_the_record_is_whole_and_no_bound_is_beaten():

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
 
 import pytest
 
+from repo_scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULT = ROOT / "bench" / "results" / "task_rank_cpu.json"
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("task_rank", ROOT / "bench" / "task_rank.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("bench/task_rank.py")
 
 
 def test_ranks_average_ties_and_spearman_matches_hand_computed_values():

@@ -10,20 +10,18 @@ there must pass; a skip is a failure. The environment is cached per checkout and
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 from pathlib import Path
+
+from repo_scripts import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKS = "tests/with_kvpress/kvpress_checks.py"
 
 
 def _kvpress_env():
-    spec = importlib.util.spec_from_file_location("kvpress_env", ROOT / "scripts" / "kvpress_env.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.ensure()
+    return load_script("scripts/kvpress_env.py").ensure()
 
 
 def test_kvpress_presses_certify_in_an_environment_with_kvpress_installed():

@@ -3,12 +3,13 @@
 witprobe's measurement path (the Cache API's layers, ``AttentionInterface``, the eager mask, greedy
 generation) runs on transformers 5.2 through 5.24. kvpress 0.5.5 declares ``transformers<5.3``, so
 an environment with the ``kvpress`` extra has 5.2.x, and everything below is what such an
-environment cannot do. Each part imports its transformers classes when it is used, through
-:func:`import_for`, so that a missing class is one line naming the part and the release it needs,
-never an ``ImportError`` at start-up.
+environment cannot do. Those parts import their transformers classes when they are used, through
+:func:`import_for` (or :func:`optional_import` where no layer needs them), so that a missing class
+is one line naming the part and the release it needs, never an ``ImportError`` at start-up.
 
 - continuous batching and ``transformers serve`` (``witprobe serve``, ``serve-loopback``,
-  ``ledger live``, ``certify run --task``'s serving check): 5.24 (the ``serve`` extra pins it);
+  ``ledger live``): 5.24 (the ``serve`` extra pins it), checked before anything is written
+  (:func:`continuous_batching_missing`);
 - the zoo's DeepSeek-V4 (``--model v4``), DeepSeek-V3.2 (``mla-dsa``) and Kimi-Linear (``kda``)
   configurations: the releases that added those model types.
 """

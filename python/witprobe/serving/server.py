@@ -78,12 +78,9 @@ class Engine:
     def __init__(self, ecfg: EngineConfig, lcfg: Any | None, journal: Path | None, signer: Any | None = None) -> None:
         import torch
         from transformers import GenerationConfig
+        from transformers.generation.configuration_utils import ContinuousBatchingConfig  # 5.24: checked in _serve
 
-        from witprobe.models.transformers_release import CONTINUOUS_BATCHING, import_for
         from witprobe.models.zoo import load_model
-
-        ContinuousBatchingConfig = import_for(CONTINUOUS_BATCHING,  # noqa: N806 - the transformers class
-                                              "transformers.generation.configuration_utils", "ContinuousBatchingConfig")
 
         torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
         self.ecfg = ecfg
