@@ -2,6 +2,7 @@
 agreement against the uncompressed model at several tau, and the injected kernel faults.
 
     python bench/live_enforce.py [--requests 16] [--max-new-tokens 8] [--taus 0.5 0.2 0.1 0.03]
+        [--budgets 0.5 0.25 0.1]
         [--out bench/results/live_enforce.json]
 
 One process loads SmolLM2-135M-Instruct (``paged|eager``, CPU) and runs the same 16 chat prompts
@@ -12,7 +13,11 @@ greedy, EOS disabled):
 2. ``served``: the ledger (e4m3 writes) with the live bound and the exact side pool, no enforcement;
    its per-(request, layer) bounds give ``tau_half_median`` = half their median (the acceptance's tau);
 3. ``enforce@T`` for ``tau_half_median`` and each ``--taus``: rows whose bound exceeds ``T`` are
-   served exact.
+   served exact;
+4. ``budget@f`` for each ``--budgets`` fraction ``f``: admission on the request's cumulative bound
+   (``LiveConfig(request_budget=B)``, no tau) with ``B = f`` times the median over requests of
+   ``served``'s ``bound_sum`` (the summed live bounds of every row a request read): a request is
+   served compressed until its summed bound would pass ``B``, then exact.
 
 For each run: the fallback rate (rows served exact / rows), rows whose realized TV beat the bound
 (must be 0), the next-token TV against ``exact`` at every position where the two runs' greedy
@@ -127,6 +132,8 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=16)
     ap.add_argument("--max-new-tokens", type=int, default=8)
     ap.add_argument("--taus", type=float, nargs="*", default=[0.5, 0.2, 0.1, 0.03])
+    ap.add_argument("--budgets", type=float, nargs="*", default=[0.5, 0.25, 0.1],
+                    help="request budgets, as fractions of the median per-request bound sum of the unenforced run")
     ap.add_argument("--fault-requests", type=int, default=4)
     ap.add_argument("--clean-audit-requests", type=int, default=16)
     ap.add_argument("--threads", type=int, default=2)
@@ -156,9 +163,13 @@ def main() -> None:
     tau_half = statistics.median(layer_bounds) / 2
     rows = []
 
-    def row(name: str, tau, r: dict) -> dict:
+    bound_sum_median = statistics.median(v["attention"]["bound_sum"] for v in served["verdicts"].values())
+
+    def row(name: str, tau, r: dict, budget=None) -> dict:
         t = r["totals"]
-        return {"run": name, "tau": tau, "rows": t["rows"], "rows_enforced": t["rows_enforced"],
+        exhausted = sum(bool(v["attention"].get("budget", {}).get("exhausted")) for v in r["verdicts"].values())
+        return {"run": name, "tau": tau, "request_budget": budget, "requests_budget_exhausted": exhausted,
+                "rows": t["rows"], "rows_enforced": t["rows_enforced"],
                 "fallback_rate": t["rows_enforced"] / t["rows"], "bound_beaten": t["bound_beaten"],
                 "side_pool_bytes": r["side_pool_bytes"], "witness_bytes": r["witness_bytes"], "wall_s": r["wall_s"],
                 **_compare(r, exact, plen)}
@@ -168,6 +179,12 @@ def main() -> None:
         r = _run(lm, prompts, a.max_new_tokens, LiveConfig(tau=tau))
         rows.append(row(f"enforce@{tau:.4g}", tau, r))
         print(f"[bench] tau={tau:.4g}: fallback {rows[-1]['fallback_rate']:.3f}, "
+              f"first-token TV median {rows[-1]['next_token_tv_first']['median']:.4f}", file=sys.stderr)
+    for frac in a.budgets:
+        budget = frac * bound_sum_median
+        r = _run(lm, prompts, a.max_new_tokens, LiveConfig(request_budget=budget))
+        rows.append(row(f"budget@{frac:g}", None, r, budget))
+        print(f"[bench] budget {frac:g} x median bound sum ({budget:.4g}): fallback {rows[-1]['fallback_rate']:.3f}, "
               f"first-token TV median {rows[-1]['next_token_tv_first']['median']:.4f}", file=sys.stderr)
     faults = []
     for fault in KERNEL_FAULTS:
@@ -180,7 +197,7 @@ def main() -> None:
         print(f"[bench] fault {fault}: caught after {faults[-1]['requests_until_caught']} request(s)", file=sys.stderr)
     clean = _run(lm, dict(list(prompts.items())[:a.clean_audit_requests]), 2, LiveConfig(audit_rate=1.0))
     rec = {
-        "schema": "witprobe-bench-live-enforce/1",
+        "schema": "witprobe-bench-live-enforce/2",
         "command": "python bench/live_enforce.py " + " ".join(sys.argv[1:]),
         "workload": {"requests": a.requests, "max_new_tokens": a.max_new_tokens, "page_size": 16, "num_blocks": 96,
                      "max_batch_tokens": 64, "threads": a.threads, "model": "SmolLM2-135M-Instruct",
@@ -188,6 +205,7 @@ def main() -> None:
         "env": {"torch": torch.__version__, "transformers": transformers.__version__, "cpus": os.cpu_count(),
                 "loadavg_start": load0, "loadavg_end": os.getloadavg()},
         "layer_bound_median": statistics.median(layer_bounds), "tau_half_median": tau_half,
+        "bound_sum_median": bound_sum_median,
         "runs": rows,
         "faults": faults,
         "clean_audit": {"requests": a.clean_audit_requests, "audit_rate": 1.0, "audit_rows": clean["totals"]["audit_rows"],

@@ -34,7 +34,8 @@ def test_enforcement_section_quotes_the_record_and_no_bound_was_beaten():
     rec = json.loads((ROOT / "bench" / "results" / "live_enforce.json").read_text())
     sec = _section("# Enforcement and the kernel audit on the live engine")
     runs = rec["runs"]
-    assert runs[0]["tau"] is None and runs[0]["fallback_rate"] == 0
+    assert rec["schema"] == "witprobe-bench-live-enforce/2"
+    assert runs[0]["tau"] is None and runs[0]["request_budget"] is None and runs[0]["fallback_rate"] == 0
     assert abs(runs[1]["tau"] - rec["layer_bound_median"] / 2) < 1e-12  # the acceptance's tau
     for r in runs:
         assert r["bound_beaten"] == 0 and 0 <= r["fallback_rate"] <= 1 and r["rows"] > 0
@@ -47,3 +48,25 @@ def test_enforcement_section_quotes_the_record_and_no_bound_was_beaten():
     ca = rec["clean_audit"]
     assert ca["audit_rows"] >= 10_000 and ca["mismatches"] == 0 and 0 < ca["worst_error_over_allowance"] < 1
     assert f"{ca['audit_rows']:,} audited, 0 alerts" in sec
+
+
+def test_budget_rows_quote_the_record_and_the_tau_comparison_stays_true():
+    """The request-budget runs (admission on the cumulative bound): budgets are the stated fractions
+    of the unenforced run's median bound sum, every request reached its budget, and the section's
+    conclusion (per-row tau leaves less damage at about the same fallback rate) holds on the record."""
+    rec = json.loads((ROOT / "bench" / "results" / "live_enforce.json").read_text())
+    sec = _section("# Enforcement and the kernel audit on the live engine")
+    budget = {r["run"]: r for r in rec["runs"] if r["request_budget"] is not None}
+    assert sorted(budget) == ["budget@0.1", "budget@0.25", "budget@0.5"]
+    assert f"({rec['bound_sum_median']:,.0f}," in sec
+    for name, r in budget.items():
+        frac = float(name.split("@")[1])
+        assert abs(r["request_budget"] - frac * rec["bound_sum_median"]) <= 1e-9 * r["request_budget"]
+        assert r["tau"] is None and r["requests_budget_exhausted"] == rec["workload"]["requests"]
+        assert f"| {name} | {r['fallback_rate']:.3f} |" in sec
+    tau = {r["run"]: r for r in rec["runs"] if r["tau"] is not None}
+    half = tau[f"enforce@{rec['tau_half_median']:.4g}"]
+    for b, t in ((budget["budget@0.5"], half), (budget["budget@0.1"], tau["enforce@0.2"])):
+        assert abs(b["fallback_rate"] - t["fallback_rate"]) < 0.1
+        assert b["next_token_tv_first"]["median"] > 2 * t["next_token_tv_first"]["median"]
+    assert "Per-row tau beats the request budget on this workload" in sec

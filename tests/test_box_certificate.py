@@ -35,3 +35,43 @@ def test_a_layers_batched_literals_are_each_rows_own(artifact, form):
     assert data.rows_coq == "[" + ";\n  ".join(text for text, _ in alone) + "]"
     assert data.literals == sum(n for _, n in alone)
     assert data.cap_units == rounding.to_units_up(rounding.up(rows.dropped_c_max) * (1 + Fraction(bc.RADIUS_MARGIN)))
+
+
+_HINTS_SCRIPT = r"""
+import hashlib, random, sys, torch
+from witprobe.certify import box_certificate as bc
+torch.set_num_threads(int(sys.argv[1]))
+rng = random.Random(7)
+rows = []
+for i in range(600):  # every width from 2 to 65 buckets (heavy key included) and every grid the meter uses
+    width, k = 2 + i % 64, (1, 2, 4, 8, 16)[i % 5]
+    mass = [rng.random() ** 3 for _ in range(width)]
+    rad = [rng.choice([0.0, rng.random() * 0.01, rng.random() * 3, rng.random() * 40]) for _ in range(width)]
+    rows.append(bc._RowNumbers([0.0] * width, [0.0] * width, [0.0] * width, mass, rad, k))
+print(hashlib.sha256(repr(bc._hints(rows)).encode()).hexdigest())
+"""
+
+
+def test_certificate_hints_are_the_same_bits_on_every_cpu_and_thread_count():
+    """The hints rendered into ``run.v`` must not depend on the machine: ``certify check`` on
+    another machine re-renders the file byte for byte. torch's vectorized ``exp``/``pow`` and its
+    reductions are not portable (the scalar remainder of a vector loop, whose length depends on
+    the CPU's vector width and the thread split, uses another implementation; a run made on an
+    AVX2 machine failed its check on an AVX-512 one). Here torch's CPU dispatch is forced to each
+    level and the thread count varied: the hints of 600 rows must hash the same."""
+    import os
+    import subprocess
+    import sys
+
+    seen = {}
+    for cap in ("default", "avx2", None):
+        for threads in (1, 2):
+            env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+            env.pop("ATEN_CPU_CAPABILITY", None)
+            if cap is not None:
+                env["ATEN_CPU_CAPABILITY"] = cap
+            done = subprocess.run([sys.executable, "-c", _HINTS_SCRIPT, str(threads)], env=env, capture_output=True,
+                                  text=True, timeout=300)
+            assert done.returncode == 0, done.stderr[-2000:]
+            seen[(cap or "native", threads)] = done.stdout.strip()
+    assert len(set(seen.values())) == 1, seen

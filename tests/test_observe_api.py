@@ -83,7 +83,13 @@ def _generate(model, tok, prompts, padded: bool):
 def test_a_left_padded_batch_reads_as_each_prompt_alone_and_padding_without_its_mask_is_refused(smollm2):
     """Issue 28: observe() on a left-padded batch of 3 prompts. With ``run.batch(attention_mask)``
     the readings equal each prompt's own run (rows exactly; maxima within float32 batching noise);
-    without it, the padding rows (queries that see no key) are refused, never folded as NaN."""
+    without it, the padding rows (queries that see no key) are refused, never folded as NaN.
+
+    The noise: the batched float32 products differ from the single-prompt ones in the last places,
+    and an int8 key that sits on a rounding boundary then rounds the other way. On an AVX2 CPU the
+    maxima agreed within 7e-5 (relative); on an AVX-512 one (other matmul kernels for a batch of 3)
+    within 0.12 for the realized TV and 0.037 for the bound, no bound beaten. Hence 0.25 and 0.1:
+    folding a padding row, or losing one, changes the row counts, which must agree exactly."""
     model, tok = smollm2.model, smollm2.tokenizer
     with pytest.raises(ObserverError, match="sees no key"):
         _generate(model, tok, PADDED_PROMPTS, padded=False)
@@ -92,6 +98,6 @@ def test_a_left_padded_batch_reads_as_each_prompt_alone_and_padding_without_its_
     for i, b in enumerate(batch):
         assert b.rows == sum(a[i].rows for a in alone)
         assert b.rows_beaten == 0
-        for got, want in ((b.tv_realized_max, max(a[i].tv_realized_max for a in alone)),
-                          (b.bound_max, max(a[i].bound_max for a in alone))):
-            assert got == pytest.approx(want, rel=1e-2), (i, got, want)
+        for got, want, rel in ((b.tv_realized_max, max(a[i].tv_realized_max for a in alone), 0.25),
+                               (b.bound_max, max(a[i].bound_max for a in alone), 0.1)):
+            assert got == pytest.approx(want, rel=rel), (i, got, want)

@@ -263,12 +263,15 @@ def test_request_budget_admits_reads_on_the_cumulative_bound_then_serves_exact(p
     assert t_big["rows_enforced"] == 0 and t_big["requests_budget_exhausted"] == 0
     # the spent budget is the sum of every metered row's bound: at least the largest one
     assert all(spent[r] >= v_big[r]["attention"]["bound_max"] for r in spent)
+    # bound_sum sums every row read: with nothing enforced it is the budget's spend (summed in another order)
+    assert all(abs(v_big[r]["attention"]["bound_sum"] - spent[r]) <= 1e-9 * spent[r] for r in spent)
     budget = min(spent.values()) / 2
     _, v, t = _run(m, tok, LiveConfig(request_budget=budget), tmp_path / "b.sqlite", n, max_new_tokens=new)
     for rid, verdict in v.items():
         a = verdict["attention"]
         assert a["budget"]["exhausted"] and a["budget"]["spent"] <= budget and a["budget"]["limit"] == budget, rid
         assert 0 < a["enforced_rows"] < a["rows"] and a["ok"] is True, rid
+        assert a["bound_sum"] > a["budget"]["spent"], rid  # the rows served exact add to the sum, not to the spend
     assert t["requests_budget_exhausted"] == n
     mgr = make_manager(m, max_new_tokens=new)
     mgr.warmup()

@@ -104,8 +104,10 @@ def _row_numbers(row: BoxRow, rel: float, floor: float, where: str) -> _RowNumbe
 
 
 def _hints(rows: list[_RowNumbers]) -> list[tuple[list[float], list[float], list[float]]]:
-    """``(grid, lam_up, lam_down)`` per row: the hints exactly as the meter built them
-    (:func:`witprobe.probe.box_sup.box_hints` on the recorded masses and radii, heavy key last).
+    """``(grid, lam_up, lam_down)`` per row: the hints the meter builds
+    (:func:`witprobe.probe.box_sup.box_hints` on the recorded masses and radii, heavy key last),
+    computed portably (``portable=True``: scalar C-library ``exp`` and ``pow``, sums in index
+    order), so every machine renders the same ``run.v`` from the same ``run.json``.
     The grid's ends ``(1 -+ 2**-20)/Z`` bracket the checker's outward sums while the masses'
     relative error stays below ``2**-21`` (``float_error.boxsup_problems``). Rows of one shape
     (buckets, intervals) are computed in one batch; every operation is row-wise, so a row's hints
@@ -117,7 +119,7 @@ def _hints(rows: list[_RowNumbers]) -> list[tuple[list[float], list[float], list
     for (width, intervals), idx in groups.items():
         mass_t = torch.tensor([rows[i].mass for i in idx], dtype=torch.float64)
         rad_t = torch.tensor([rows[i].rad for i in idx], dtype=torch.float64)
-        h = box_hints(mass_t, rad_t, width - 1, intervals)
+        h = box_hints(mass_t, rad_t, width - 1, intervals, portable=True)
         grid, lam = h.grid.tolist(), h.lam[:, :, :, 0].clamp(0.0, 1.0).tolist()
         for k, i in enumerate(idx):
             out[i] = (grid[k], lam[k][1], lam[k][0])

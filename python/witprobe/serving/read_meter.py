@@ -131,6 +131,7 @@ class RequestAttention:
     audited: int = 0
     mismatches: int = 0
     spent: float = 0.0  # the summed live bounds of the rows served compressed (request_budget)
+    bound_sum: float = 0.0  # the summed live bounds of every row read, enforced or not (what no budget would spend)
     exhausted: bool = False  # the budget would have been exceeded: every later read is served exact
 
     @classmethod
@@ -155,6 +156,7 @@ class RequestAttention:
             "rows_over_tau": int(self.over_tau.sum()),
             "enforced_rows": enf,
             "fallback_rate": enf / rows if rows else 0.0,
+            "bound_sum": self.bound_sum,
             "audit": {"rows": self.audited, "mismatches": self.mismatches},
         }
         if budget is not None:
@@ -377,6 +379,7 @@ class LiveReadMeter:
         if not np.isfinite(b).all():
             raise ValueError("live read meter: a non-finite bound (the witness or the scores are not numbers)")
         rec.bound_max[li] = max(rec.bound_max[li], float(b.max()))
+        rec.bound_sum += float(b.sum(dtype=np.float64))
         rec.rows[li] += b.size
         self.totals["rows"] += b.size
         self.hist[li] += np.bincount(np.searchsorted(BOUND_BUCKETS, b, side="left"), minlength=len(BOUND_BUCKETS) + 1)
