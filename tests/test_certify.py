@@ -26,8 +26,18 @@ def run_dir(tmp_path_factory, smollm2):
     import io
     from contextlib import redirect_stdout
 
+    from witprobe.certify import pipeline
+
+    real = pipeline.coq_check
+
+    def seed(mode, theorems, run_sha, *args, **kwargs):  # the run's own verdict seeds same_file_same_verdict
+        outcome = real(mode, theorems, run_sha, *args, **kwargs)
+        _KERNEL_VERDICTS[(mode, render_coq(list(theorems), "0" * 64))] = outcome
+        return outcome
+
     buf = io.StringIO()
-    with redirect_stdout(buf):
+    with pytest.MonkeyPatch.context() as mp, redirect_stdout(buf):
+        mp.setattr(pipeline, "coq_check", seed)
         code = main(["run", "--out", str(out), "--max-new-tokens", "12", "--quiet"])
     return out, code, buf.getvalue()
 
@@ -129,7 +139,10 @@ def test_usage_errors_exit_2(tmp_path, run_dir, capsys):
     assert main(["run", "--out", str(tmp_path / "y"), "--bands", "3", "--quiet"]) == 2
 
 
-def test_check_accepts_the_untouched_run(run_dir, capsys):
+def test_check_accepts_the_untouched_run(run_dir, capsys, same_file_same_verdict):
+    """``certify check`` re-derives the untouched run; the kernel's verdict on its theorems is the one
+    the run itself got (same_file_same_verdict); ``test_frozen_artifacts_re_derive`` and
+    ``tests/test_coq_kernel.py`` re-run the kernel in ``check`` for real."""
     out, _, _ = run_dir
     assert main(["check", str(out)]) == 0
     assert "check: ok" in capsys.readouterr().out

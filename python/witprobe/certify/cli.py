@@ -42,9 +42,9 @@ __all__ = ["EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_NO_LEAN", "EXIT_INTERNAL"
 
 
 def _parser() -> argparse.ArgumentParser:
-    from witprobe.certify.measure import DEFAULT_PROMPTS
     from witprobe.memory.codec_plugins import ENTRY_POINT_GROUP, entry_points
     from witprobe.memory.codecs import CODECS
+    from witprobe.models.prompts import DEFAULT_PROMPTS
     from witprobe.models.zoo import DEFAULT_MODEL, MODELS
 
     p = OneLineParser(

@@ -21,7 +21,7 @@ from witprobe.calculus import rounding
 from witprobe.calculus.opnorm import OpNormBound, spectral_norm_upper
 from witprobe.certify.progress import Progress, TokenProgress
 from witprobe.kinds.registry import KINDS
-from witprobe.models.prompts import Prompt, encode, is_valid
+from witprobe.models.prompts import DEFAULT_PROMPTS, Prompt, encode, is_valid
 from witprobe.memory.codec_plugins import make_codec_spec, provenance_of
 from witprobe.memory.codecs import EVICT, WHOLE_SEQUENCE, Codec, CodecError
 from witprobe.models.loaded import LoadedModel
@@ -45,16 +45,6 @@ HOOKS = {"pages": ("witprobe.probe.v4", "PageSelectorHooks", "page indexers"),
          "decay": ("witprobe.probe.recurrent", "DecayHooks", "forget gates"),
          "indexer": ("witprobe.probe.selector", "SelectorHooks", "indexer modules")}
 
-DEFAULT_PROMPTS = (
-    "What is the capital of France? Answer in one sentence.",
-    "Write a short poem about the sea and the wind.",
-    "Explain how a transformer model uses attention to process text, step by step.",
-    "Read the following notes and summarize them in two sentences. The team met on Monday to review the "
-    "quarterly results. Sales grew in the northern region but fell slightly in the south, where two large "
-    "customers delayed their orders. The new product line shipped on time and early reviews are positive. "
-    "Support tickets rose after the launch and most were about installation. The team agreed to publish a "
-    "short setup guide, to call both delayed customers this week, and to meet again on Friday.",
-)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,19 @@ ROLES = ("system", "user", "assistant")
 MAX_PROMPTS_BYTES = 16 * 2**20
 """The largest ``--prompts`` file read (``/dev/zero`` is refused after that many bytes)."""
 
+#: the prompts of ``certify run`` without ``--prompt``/``--prompts`` (here, not in the measurement
+#: module, so that the command line's parser does not import torch and transformers to count them)
+DEFAULT_PROMPTS = (
+    "What is the capital of France? Answer in one sentence.",
+    "Write a short poem about the sea and the wind.",
+    "Explain how a transformer model uses attention to process text, step by step.",
+    "Read the following notes and summarize them in two sentences. The team met on Monday to review the "
+    "quarterly results. Sales grew in the northern region but fell slightly in the south, where two large "
+    "customers delayed their orders. The new product line shipped on time and early reviews are positive. "
+    "Support tickets rose after the launch and most were about installation. The team agreed to publish a "
+    "short setup guide, to call both delayed customers this week, and to meet again on Friday.",
+)
+
 
 def _messages(v: Any, path: Path, where: str) -> tuple[Message, ...]:
     if not isinstance(v, list) or not v:
