@@ -443,3 +443,18 @@ def test_force_replaces_a_standalone_file_only_if_witprobe_wrote_it_unchanged(tm
     with pytest.raises(safe_output.OutputRefused, match="witprobe did not write it"):
         safe_output.write_file(other, "[]\n", force=True)
     assert other.read_text() == "{}\n"
+
+
+def test_a_refused_out_is_refused_before_the_measurement_is_imported(tmp_path):
+    """``certify run --out D --force`` on a folder witprobe did not write exits 2 before the
+    measurement's imports (``witprobe.certify.measure`` and transformers' models: about 4 s of
+    start-up), and the parser of every ``certify`` command counts the default prompts without them."""
+    d = tmp_path / "mine"
+    _user_files(d)
+    code = ("import sys\nfrom witprobe.certify.cli import main\n"
+            f"rc = main(['run', *{FAST_RUN!r}, '--out', {str(d)!r}, '--force'])\n"
+            "print(rc, any(m in sys.modules for m in ('witprobe.certify.measure', 'transformers.modeling_utils')))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=120)
+    assert done.stdout.split()[-2:] == ["2", "False"], done.stdout + done.stderr
+    assert "witprobe did not write it" in done.stderr
+    assert snapshot(d) == {"NOTES.md": b"my notes\n", "main.py": b"print('mine')\n"}

@@ -168,20 +168,11 @@ def default_out(model: str, codec: str, root: Path = Path("runs")) -> Path:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from witprobe.certify.measure import DEFAULT_PROMPTS, MeasureConfig, check_compatible, measure
-    from witprobe.certify.pipeline import prepare_output, write_run_dir
-    from witprobe.certify.progress import Progress
-    from witprobe.certify.report import print_summary, print_table
-    from witprobe.formal import lean_runner
-    from witprobe.memory.codec_base import CodecError
-    from witprobe.memory.press import press_of
-    from witprobe.models.loaded import ModelError
-    from witprobe.models.zoo import check_model_ref, load_model
+    from witprobe.certify import RUN_TOOL
+    from witprobe.cliutil import check_writable
+    from witprobe.models.prompts import DEFAULT_PROMPTS, read_prompts
+    from witprobe.safe_output import check_replaceable
 
-    from witprobe.models.prompts import read_prompts
-
-    if args.quiet:
-        quiet_third_party()
     if args.prompt and args.prompts:
         raise UsageError("--prompt and --prompts FILE cannot be combined; put every prompt in the file")
     for i, text in enumerate(args.prompt or (), start=1):
@@ -192,6 +183,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.press is not None and args.codec is not None:
         raise UsageError(f"--press and --codec {args.codec} cannot be combined: a press evicts exact entries, "
                          "and eviction and quantization together are not metered")
+    if args.out is not None:  # an --out that cannot be written is refused before the measurement is imported
+        check_replaceable(args.out, args.force, RUN_TOOL)
+        check_writable(args.out)
+
+    from witprobe.certify.measure import MeasureConfig, check_compatible, measure
+    from witprobe.certify.pipeline import prepare_output, write_run_dir
+    from witprobe.certify.progress import Progress
+    from witprobe.certify.report import print_summary, print_table
+    from witprobe.formal import lean_runner
+    from witprobe.memory.codec_base import CodecError
+    from witprobe.memory.press import press_of
+    from witprobe.models.loaded import ModelError
+    from witprobe.models.zoo import check_model_ref, load_model
+
+    if args.quiet:
+        quiet_third_party()
     args.codec = args.press or args.codec or "int8"
     prompts = read_prompts(args.prompts) if args.prompts else tuple(args.prompt) if args.prompt else DEFAULT_PROMPTS
     cfg = MeasureConfig(

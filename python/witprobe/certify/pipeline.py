@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from witprobe.certify import RUN_TOOL
 from witprobe.certify.certificate import OBLIGATIONS_FILE, assemble, canonical_json, sha256_text
 from witprobe.certify.derive import Derivation, as_run, derive
 from witprobe.certify.run_record import RunRecord
@@ -38,7 +39,6 @@ RUN_FILES = ("run.json", "certificate.json", COQ_FILE, LEAN_REAL_FILE, OBLIGATIO
 and ``signature.json`` when ``certify run --sign`` signs it)."""
 RUN_SUBDIRS = tuple(sorted({str(Path(f).parent) for f in RUN_FILES} - {"."}))
 RUN_SCHEMA_PREFIX = "witprobe-run/"
-RUN_TOOL = "witprobe.certify run"
 """The tool named in a run directory's manifest (:mod:`witprobe.safe_output`)."""
 
 
