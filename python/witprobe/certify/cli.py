@@ -183,7 +183,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.press is not None and args.codec is not None:
         raise UsageError(f"--press and --codec {args.codec} cannot be combined: a press evicts exact entries, "
                          "and eviction and quantization together are not metered")
-    if args.out is not None:  # an --out that cannot be written is refused before the measurement is imported
+    # an --out that cannot be written is refused before the measurement is imported (with --sign, after the
+    # key's own checks below, which say more: e.g. a key inside the output)
+    if args.out is not None and args.sign is None:
         check_replaceable(args.out, args.force, RUN_TOOL)
         check_writable(args.out)
 
