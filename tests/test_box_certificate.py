@@ -75,3 +75,37 @@ def test_certificate_hints_are_the_same_bits_on_every_cpu_and_thread_count():
             assert done.returncode == 0, done.stderr[-2000:]
             seen[(cap or "native", threads)] = done.stdout.strip()
     assert len(set(seen.values())) == 1, seen
+
+
+_RENDER_SCRIPT = r"""
+import hashlib, json, sys
+from pathlib import Path
+from witprobe.certify.derive import derive
+from witprobe.formal.render_coq import render_coq
+text = Path(sys.argv[1]).read_text(encoding="utf-8")
+theorems = derive(json.loads(text)).theorems
+print(hashlib.sha256(render_coq(theorems, hashlib.sha256(text.encode()).hexdigest()).encode()).hexdigest())
+"""
+
+
+def test_a_committed_run_v_renders_byte_for_byte_at_every_cpu_dispatch_level():
+    """The whole rendering path, not only the hints: a committed run directory's ``run.v`` (one with
+    shipped box rows) is rendered again from its ``run.json`` with torch's CPU dispatch forced to
+    ``default`` and ``avx2`` and left native; each must equal the committed file."""
+    import hashlib
+    import os
+    import subprocess
+    import sys
+
+    art = Path(__file__).resolve().parents[1] / "artifacts" / "coverage" / "kda-int8"
+    committed = hashlib.sha256((art / "obligations" / "run.v").read_bytes()).hexdigest()
+    assert "Bucket" in (art / "obligations" / "run.v").read_text()  # box rows are shipped
+    for cap in ("default", "avx2", None):
+        env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+        env.pop("ATEN_CPU_CAPABILITY", None)
+        if cap is not None:
+            env["ATEN_CPU_CAPABILITY"] = cap
+        done = subprocess.run([sys.executable, "-c", _RENDER_SCRIPT, str(art / "run.json")], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.strip() == committed, cap
