@@ -37,6 +37,24 @@ def test_a_layers_batched_literals_are_each_rows_own(artifact, form):
     assert data.cap_units == rounding.to_units_up(rounding.up(rows.dropped_c_max) * (1 + Fraction(bc.RADIUS_MARGIN)))
 
 
+DISPATCH = ("default", "avx2", None)  # torch's CPU dispatch levels forced here (None: the machine's own)
+
+
+def _under_dispatch(cap: str | None, script: str, *args: str) -> str:
+    """``script``'s stdout (stripped), run in a fresh interpreter with ``ATEN_CPU_CAPABILITY=cap``."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    env.pop("ATEN_CPU_CAPABILITY", None)
+    if cap is not None:
+        env["ATEN_CPU_CAPABILITY"] = cap
+    done = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip()
+
+
 _HINTS_SCRIPT = r"""
 import hashlib, random, sys, torch
 from witprobe.certify import box_certificate as bc
@@ -59,21 +77,8 @@ def test_certificate_hints_are_the_same_bits_on_every_cpu_and_thread_count():
     the CPU's vector width and the thread split, uses another implementation; a run made on an
     AVX2 machine failed its check on an AVX-512 one). Here torch's CPU dispatch is forced to each
     level and the thread count varied: the hints of 600 rows must hash the same."""
-    import os
-    import subprocess
-    import sys
-
-    seen = {}
-    for cap in ("default", "avx2", None):
-        for threads in (1, 2):
-            env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-            env.pop("ATEN_CPU_CAPABILITY", None)
-            if cap is not None:
-                env["ATEN_CPU_CAPABILITY"] = cap
-            done = subprocess.run([sys.executable, "-c", _HINTS_SCRIPT, str(threads)], env=env, capture_output=True,
-                                  text=True, timeout=300)
-            assert done.returncode == 0, done.stderr[-2000:]
-            seen[(cap or "native", threads)] = done.stdout.strip()
+    seen = {(cap, threads): _under_dispatch(cap, _HINTS_SCRIPT, str(threads))
+            for cap in DISPATCH for threads in (1, 2)}
     assert len(set(seen.values())) == 1, seen
 
 
@@ -93,19 +98,9 @@ def test_a_committed_run_v_renders_byte_for_byte_at_every_cpu_dispatch_level():
     shipped box rows) is rendered again from its ``run.json`` with torch's CPU dispatch forced to
     ``default`` and ``avx2`` and left native; each must equal the committed file."""
     import hashlib
-    import os
-    import subprocess
-    import sys
 
     art = Path(__file__).resolve().parents[1] / "artifacts" / "coverage" / "kda-int8"
     committed = hashlib.sha256((art / "obligations" / "run.v").read_bytes()).hexdigest()
     assert "Bucket" in (art / "obligations" / "run.v").read_text()  # box rows are shipped
-    for cap in ("default", "avx2", None):
-        env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-        env.pop("ATEN_CPU_CAPABILITY", None)
-        if cap is not None:
-            env["ATEN_CPU_CAPABILITY"] = cap
-        done = subprocess.run([sys.executable, "-c", _RENDER_SCRIPT, str(art / "run.json")], env=env,
-                              capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr[-2000:]
-        assert done.stdout.strip() == committed, cap
+    for cap in DISPATCH:
+        assert _under_dispatch(cap, _RENDER_SCRIPT, str(art / "run.json")) == committed, cap

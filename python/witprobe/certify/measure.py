@@ -46,7 +46,6 @@ HOOKS = {"pages": ("witprobe.probe.v4", "PageSelectorHooks", "page indexers"),
          "indexer": ("witprobe.probe.selector", "SelectorHooks", "indexer modules")}
 
 
-
 @dataclass(frozen=True)
 class MeasureConfig:
     """What to measure. ``codec`` is a codec spec (a registered name, an installed plugin's entry point

@@ -39,7 +39,6 @@ RUN_FILES = ("run.json", "certificate.json", COQ_FILE, LEAN_REAL_FILE, OBLIGATIO
 and ``signature.json`` when ``certify run --sign`` signs it)."""
 RUN_SUBDIRS = tuple(sorted({str(Path(f).parent) for f in RUN_FILES} - {"."}))
 RUN_SCHEMA_PREFIX = "witprobe-run/"
-"""The tool named in a run directory's manifest (:mod:`witprobe.safe_output`)."""
 
 
 def foreign_entries(out: Path) -> list[str]:
