@@ -116,3 +116,59 @@ def test_entry_level_read_fallback_is_per_entry():
                       np.array([1, 2, 3, 4]), 1, 0.3)
     assert r.n_retained == 1 + 3 and r.n_fallback_exact_read == 2 + 4  # only the failing entries fall back
     assert r.n_served_over_radius == 0 and r.n_reads == 10
+
+
+def _reference_tally(t: SlotTable, ns, slots, exp_gen, exp_owner, mult, reader, w_thr) -> dict:
+    """The read-check rules entry by entry, written out (the spec the vectorized tallies must equal)."""
+    out = dict.fromkeys(("n_reads", "n_read_unwritten", "n_read_out_of_generation", "n_read_masked", "n_read_kept_exact",
+                         "n_read_restored_exact", "n_read_foreign_attributed", "n_read_foreign_unattributed", "n_retained",
+                         "n_fallback_exact_read", "n_served_over_radius"), 0)
+    for n, s, g, o, m, r in zip(ns, slots, exp_gen, exp_owner, mult, reader):
+        st, own, w, rad = int(t.state[n, s]), int(t.owner[n, s]), float(t.witness[n, s]), float(t.radius[n, s])
+        out["n_reads"] += m
+        if t.gen[n, s] != g:
+            out["n_read_out_of_generation"] += m
+            continue
+        if st == SlotState.UNWRITTEN:
+            out["n_read_unwritten"] += m
+            continue
+        name = {SlotState.MASKED: "n_read_masked", SlotState.KEPT_EXACT: "n_read_kept_exact",
+                SlotState.RESTORED_EXACT: "n_read_restored_exact"}[st]
+        out[name] += m
+        if own != r:
+            out["n_read_foreign_attributed" if own == o else "n_read_foreign_unattributed"] += m
+        elif o != r:
+            out["n_read_foreign_unattributed"] += m
+        if st == SlotState.MASKED:
+            out["n_retained" if w <= w_thr else "n_fallback_exact_read"] += m
+            out["n_served_over_radius"] += m if w > rad else 0
+    return out
+
+
+def test_segmented_read_checks_equal_the_rules_entry_by_entry():
+    """The serving read path checks all rows of a batch at once (one segment per row, a reader per
+    entry): each segment's tally equals the read-check rules applied entry by entry, and so does
+    the one-reader check."""
+    rng = np.random.default_rng(7)
+    t = SlotTable(4, 32)
+    t.state[:] = rng.integers(0, 4, t.state.shape)
+    t.gen[:] = rng.integers(0, 2, t.gen.shape)
+    t.owner[:] = rng.integers(-1, 4, t.owner.shape)
+    t.witness[:] = rng.uniform(0, 1, t.witness.shape)
+    t.radius[:] = rng.uniform(0, 1, t.radius.shape)
+    for trial in range(20):
+        sizes = rng.integers(1, 40, rng.integers(1, 6))
+        n = int(sizes.sum())
+        ns, slots = rng.integers(0, 4, n), rng.integers(0, 32, n)
+        exp_gen, exp_owner = rng.integers(0, 2, n), rng.integers(-1, 4, n)
+        mult = rng.integers(1, 9, n)
+        reader = np.repeat(rng.integers(0, 4, sizes.size), sizes)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        got = t.check_read_segments(ns, slots, exp_gen, exp_owner, mult, reader, 0.5, starts)
+        assert len(got) == sizes.size
+        for k, (a, b) in enumerate(zip(starts, starts + sizes)):
+            want = _reference_tally(t, ns[a:b], slots[a:b], exp_gen[a:b], exp_owner[a:b], mult[a:b], reader[a:b], 0.5)
+            assert got[k].__dict__ == want, (trial, k)
+            one = t.check_reads(ns[a:b], slots[a:b], exp_gen[a:b], exp_owner[a:b], mult[a:b], int(reader[a]), 0.5)
+            assert one.__dict__ == want, (trial, k)
+    assert t.check_reads(*(np.zeros(0, np.int64),) * 5, 1, 0.5).__dict__ == _reference_tally(t, [], [], [], [], [], [], 0.5)

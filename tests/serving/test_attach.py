@@ -92,8 +92,8 @@ def test_model_reads_what_the_writer_wrote_or_the_gate_fails(paged_smollm2, tmp_
     m, tok = paged_smollm2.model, paged_smollm2.tokenizer
     orig = LiveLedger._write
 
-    def leaky(self, plan, li, fam, x):
-        orig(self, plan, li, fam, x)
+    def leaky(self, plan, li, fam, x, prep):
+        orig(self, plan, li, fam, x, prep)
         return x  # the uncertified states reach the cache
 
     monkeypatch.setattr(LiveLedger, "_write", leaky)

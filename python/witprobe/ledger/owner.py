@@ -23,8 +23,9 @@ class OwnerLedger:
         self.reads_by_writer: Counter[int] = Counter()
         self._lock = threading.Lock()
 
-    def attribute(self, reader: int, owners: np.ndarray, mult: np.ndarray) -> int:
-        """Attribute the foreign reads among ``owners`` (one per distinct entry read ``mult`` times)."""
+    def attribute(self, reader: int | np.ndarray, owners: np.ndarray, mult: np.ndarray) -> int:
+        """Attribute the foreign reads among ``owners`` (one per distinct entry read ``mult`` times);
+        ``reader`` is one uid or one per entry."""
         foreign = (owners != reader) & (owners >= 0)
         if not foreign.any():
             return 0

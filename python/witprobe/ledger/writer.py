@@ -41,7 +41,7 @@ import torch
 from witprobe.ledger.accounts import Account, AccountBook
 from witprobe.ledger.certificates import Kind, admit, radius_up
 from witprobe.ledger.eprocess import FactorSummary, log_factors
-from witprobe.ledger.slots import SlotState
+from witprobe.ledger.slots import KEPT_EXACT, MASKED, RESTORED_EXACT
 from witprobe.memory.counter_rng import stream_key
 from witprobe.memory.stochastic_rounding import (
     SRGrid,
@@ -91,6 +91,12 @@ class Prepared:
     det: np.ndarray
     c_sum: np.ndarray
 
+    def rows(self, part: slice) -> "Prepared":
+        """The entries ``part`` of these (every quantity is per entry, so preparing the entries
+        together and splitting equals preparing each part alone)."""
+        return Prepared(self.codes[part], self.scale_exp[part], _take(self.grid, part), self.mean[part], self.det[part],
+                        self.c_sum[part])
+
 
 @dataclass
 class EventOutcome:
@@ -135,8 +141,8 @@ class CertifiedWriter:
             radius = radius_up(mean + det + np.sqrt(0.5 * c_sum * log_inv))
             auth = radius <= self.cfg.w_thr
             n_auth = int(auth.sum())
-            exact = prep.codes[idx]
-            state = np.full(n, SlotState.KEPT_EXACT, np.uint8)
+            exact = torch.from_numpy(prep.codes.numpy()[idx])
+            state = np.full(n, KEPT_EXACT, np.uint8)
             witness = np.zeros(n, np.float64)
             acc.n_write_events += 1
             acc.n_entries_written += n
@@ -162,7 +168,7 @@ class CertifiedWriter:
             served = exact.clone()
             keep = torch.from_numpy(np.nonzero(auth)[0][~viol])
             served[keep] = served_codes[torch.from_numpy(~viol)]
-            st = np.where(viol, SlotState.RESTORED_EXACT, SlotState.MASKED).astype(np.uint8)
+            st = np.where(viol, RESTORED_EXACT, MASKED).astype(np.uint8)
             state[auth] = st
             witness[auth] = np.where(viol, 0.0, w)
             n_viol = int(viol.sum())
@@ -184,5 +190,5 @@ class CertifiedWriter:
         return EventOutcome(acc.uid, counter, delta, served, state, witness, radius, n_auth, n_viol, summary, n_no_rand)
 
 
-def _take(g: SRGrid, rows: torch.Tensor) -> SRGrid:
+def _take(g: SRGrid, rows: torch.Tensor | slice) -> SRGrid:
     return SRGrid(value=g.value[rows], lo=g.lo[rows], step=g.step[rows], theta=g.theta[rows], shift=g.shift[rows])

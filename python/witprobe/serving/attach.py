@@ -58,7 +58,7 @@ from witprobe.ledger.journal import open_segment
 from witprobe.ledger.owner import OwnerLedger
 from witprobe.ledger.pool import FamilySpec, PagedPool
 from witprobe.ledger.slots import ReadTally, SlotState
-from witprobe.ledger.writer import CertifiedWriter, WriterConfig
+from witprobe.ledger.writer import CertifiedWriter, Prepared, WriterConfig
 from witprobe.memory.stochastic_rounding import encode_e4m3
 from witprobe.serving.config import DROP_PLAN_PERIOD, FAMILIES, LiveConfig
 from witprobe.serving.attention_entry import Override, current, override, restore
@@ -420,7 +420,15 @@ class LiveLedger:
             plan = self.plan
             if plan is None:
                 raise AttachError("a layer update before the first layer of its batch")
-            served = [self._write(plan, li, f, x) for f, x in zip(FAMILIES, (key_states, value_states))]
+            # both families' entries are encoded and prepared together (the writers share drop_bits and bands;
+            # every prepared quantity is per entry), then certified family by family
+            xs = (key_states, value_states)
+            nq = key_states.shape[2]
+            ents = torch.cat([x[0].transpose(0, 1).reshape(nq * self.heads, self.dim) for x in xs])  # entry j = token j // H, head j % H
+            codes, sexp = encode_e4m3(ents)
+            prep = self.writers[FAMILIES[0]].prepare(codes, sexp)
+            n = nq * self.heads
+            served = [self._write(plan, li, f, x, prep.rows(slice(k * n, (k + 1) * n))) for k, (f, x) in enumerate(zip(FAMILIES, xs))]
             if self.meter is not None:
                 self.meter.on_write(layer_idx, plan.write_slots, key_states, served[0], value_states)
         k_out, v_out = orig(served[0], served[1], layer_idx, kwargs)
@@ -432,17 +440,17 @@ class LiveLedger:
                 self._end(plan)
         return k_out, v_out
 
-    def _write(self, plan: BatchPlan, li: int, fam: str, x: torch.Tensor) -> torch.Tensor:
-        """Certify the batch's new entries of one layer and family; returns the served values ``[1, H, Nq, D]``."""
+    def _write(self, plan: BatchPlan, li: int, fam: str, x: torch.Tensor, prep: Prepared) -> torch.Tensor:
+        """Certify the batch's new entries of one layer and family (``x [1, H, Nq, D]``, prepared as
+        ``prep``: entry ``j`` = token ``j // H``, head ``j % H``); returns the served values ``[1, H, Nq, D]``."""
         F = self.pool.families[fam]
         H, D = self.heads, self.dim
         nq = x.shape[2]
-        ent = x[0].transpose(0, 1).reshape(nq * H, D)  # entry j = token j // H, head j % H
-        codes, sexp = encode_e4m3(ent)
+        codes, sexp = prep.codes, prep.scale_exp
         ns = li * H + np.tile(np.arange(H), nq)
         slot_e = np.repeat(plan.write_slots, H)
         codes_np, sexp_np = codes.numpy(), sexp.numpy()
-        served = codes.clone()
+        served = codes_np.copy()
         lkey = self.layers[li] * len(FAMILIES) + FAMILIES.index(fam)
         if plan.tok_uid is None:  # fail closed: exact bytes, no spend, counted
             self.identity.fail_closed(int(nq * H))
@@ -455,7 +463,6 @@ class LiveLedger:
             plan.records.append(("fail_closed", {"batch": plan.index, "family": fam, "layer": self.layers[li], "n_entries": int(nq * H)}))
         else:
             writer = self.writers[fam]
-            prep = writer.prepare(codes, sexp)
             ent_uid = np.repeat(plan.tok_uid, H)
             for uid in dict.fromkeys(ent_uid.tolist()):
                 idx = np.nonzero(ent_uid == uid)[0]
@@ -463,7 +470,7 @@ class LiveLedger:
                 out = writer.write_event(self.book, acc, lkey, prep, idx)
                 self.n_write_events += 1
                 wid = self.n_write_events
-                served[torch.from_numpy(idx)] = out.served
+                served[idx] = out.served.numpy()
                 n_live = F.slots.write(ns[idx], slot_e[idx], uid, out.state, out.witness, out.radius, wid)
                 if n_live:
                     acc.n_slot_reuses += n_live
@@ -481,53 +488,68 @@ class LiveLedger:
                         plan.records.append(("alarm", {"scope": scope, "uid": uid if scope != "global" else None,
                                                        "first_cross_factor": proc.first_cross_factor,
                                                        "threshold": proc.threshold, "write_id": wid}))
-        F.served[ns, slot_e] = served.numpy()
+        F.served[ns, slot_e] = served
         F.exact[ns, slot_e] = codes_np
         F.scale_exp[ns, slot_e] = sexp_np
         # the writers' own handles take the generation their write left (owner = the row's account)
         cq = np.concatenate([[0], np.cumsum(plan.q)])
         nsl = li * H + np.arange(H)
         for i, rid in enumerate(plan.rids):
-            h = self.handles.setdefault(rid, Handles.empty(self.n_ns))
+            h = self.handles.get(rid)
+            if h is None:
+                h = self.handles[rid] = Handles.empty(self.n_ns)
             s, e = int(plan.past[i]), int(plan.past[i] + plan.q[i])
             h.grow(e)
             sl = plan.write_slots[cq[i]:cq[i + 1]]
             h.exp_gen[fam][np.ix_(nsl, np.arange(s, e))] = F.slots.gen[np.ix_(nsl, sl)]
             uid = plan.row_uids[i]
             h.exp_owner[fam][s:e] = uid if uid is not None else -1
-        vals = self.lut[served.numpy()] * np.exp2(sexp_np.astype(np.float64))[:, None]
+        vals = self.lut[served] * np.exp2(sexp_np.astype(np.float64))[:, None]
         self.n_tokens_written += int(nq) if fam == "key" and li == 0 else 0
         return torch.from_numpy(vals).to(x.dtype).reshape(nq, H, D).transpose(0, 1).unsqueeze(0)
 
     # --- the read path -----------------------------------------------------------------------------
     def _read(self, plan: BatchPlan, li: int, fam: str, x: torch.Tensor) -> None:
-        """Check every entry the rows read at this layer and family, and the values the model got."""
+        """Check every entry the rows read at this layer and family, and the values the model got.
+
+        All attributed rows at once: entry ``(c, h)`` is read-back column ``c`` (a position of its
+        row) at head ``h``, laid out column-major so each row's entries form one segment; the slot
+        checks, the owner attribution and the byte comparison are one vectorized pass, and a row's
+        counts are sums over its segment (:meth:`~witprobe.ledger.slots.SlotTable.check_read_segments`).
+        """
         F = self.pool.families[fam]
         H = self.heads
-        got = x[0].detach()  # [H, total_k, D]
+        rows = [i for i, uid in enumerate(plan.row_uids) if uid is not None]
+        if not rows:
+            return
         nsl = li * H + np.arange(H)
-        for i, rid in enumerate(plan.rids):
-            uid = plan.row_uids[i]
-            if uid is None:
-                continue
-            sl_r = plan.read_slots[i]
-            e = sl_r.size
-            h = self.handles[rid]
-            ns = np.repeat(nsl, e)
-            sl = np.tile(sl_r, H)
-            eg = h.exp_gen[fam][nsl, :e].ravel()
-            eo = np.tile(h.exp_owner[fam][:e], H)
-            mm = np.tile(plan.mult[i], H)
-            t = F.slots.check_reads(ns, sl, eg, eo, mm, uid, self.cfg.read_thr[fam])
-            self.owner.attribute(uid, F.slots.owner[ns, sl], mm)
-            want = self.lut[F.served[ns, sl]] * np.exp2(F.scale_exp[ns, sl].astype(np.float64))[:, None]
-            o0, o1 = int(plan.read_offsets[i]), int(plan.read_offsets[i + 1])
-            seen = got[:, o0:o1, :].reshape(H * e, -1).to(torch.float64).numpy()
-            bad = ~(seen == want.astype(np.float32).astype(np.float64)).all(axis=1)
-            nbad = int(mm[bad].sum())
+        sizes = np.asarray([plan.read_slots[i].size for i in rows], np.int64)
+        cols = np.concatenate([np.arange(plan.read_offsets[i], plan.read_offsets[i + 1]) for i in rows])
+        sl_c = np.concatenate([plan.read_slots[i] for i in rows])
+        eg = np.concatenate([self.handles[plan.rids[i]].exp_gen[fam][nsl, :plan.read_slots[i].size] for i in rows], axis=1)
+        eo = np.concatenate([self.handles[plan.rids[i]].exp_owner[fam][:plan.read_slots[i].size] for i in rows])
+        mm = np.concatenate([plan.mult[i] for i in rows])
+        uids = np.asarray([plan.row_uids[i] for i in rows], np.int64)
+        ns = np.tile(nsl, cols.size)
+        sl = np.repeat(sl_c, H)
+        mm_e = np.repeat(mm, H)
+        reader = np.repeat(np.repeat(uids, sizes), H)
+        starts = np.concatenate([[0], np.cumsum(sizes * H)[:-1]])
+        tallies = F.slots.check_read_segments(ns, sl, eg.T.ravel(), np.repeat(eo, H), mm_e, reader, self.cfg.read_thr[fam], starts)
+        self.owner.attribute(reader, F.slots.owner[ns, sl], mm_e)
+        # the certified values (exact in float64: a code value times a power of two), as float32, against what the
+        # model got as float32 (exact from float32, bfloat16 or float16): equal iff equal in float64
+        want = (self.lut[F.served[ns, sl]] * np.exp2(F.scale_exp[ns, sl].astype(np.float64))[:, None]).astype(np.float32)
+        got = x[0].detach()  # [H, total_k, D]
+        if cols.size != got.shape[1] or rows != list(range(len(plan.rids))):
+            got = got[:, torch.from_numpy(cols)]
+        seen = got.transpose(0, 1).reshape(cols.size * H, -1).to(torch.float32).numpy()
+        bad = (seen != want).any(axis=1)
+        nbad = np.add.reduceat(np.where(bad, mm_e, 0), starts)
+        for uid, t, nb in zip(uids.tolist(), tallies, nbad.tolist()):
             plan.tallies.setdefault(uid, ReadTally()).add(t)
-            if nbad:
-                plan.not_certified[uid] = plan.not_certified.get(uid, 0) + nbad
+            if nb:
+                plan.not_certified[uid] = plan.not_certified.get(uid, 0) + int(nb)
             acc = self.book.get(uid)
             with acc.lock:
                 acc.read.add(t)
