@@ -86,6 +86,8 @@ STEPS: tuple[Step, ...] = (
          (PY, "bench/serving_throughput.py"), bench=True, minutes=12),
     Step("live_enforce", ("bench/results/live_enforce.json",),
          (PY, "bench/live_enforce.py"), bench=True, minutes=12),
+    Step("live_box_resolution", ("bench/results/live_box_resolution.json",),
+         (PY, "bench/live_box_resolution.py"), bench=True, minutes=3),
     Step("serving_kill", ("bench/results/serving_kill.json",),
          (PY, "bench/serving_kill.py"), bench=True, minutes=10),
     Step("kill_cli_live", ("bench/results/kill_cli.json",),

@@ -282,3 +282,25 @@ def test_request_budget_admits_reads_on_the_cumulative_bound_then_serves_exact(p
         m._cached_continuous_batching_manager = None
     out, v0, _ = _run(m, tok, LiveConfig(request_budget=1e-12), tmp_path / "c.sqlite", n, max_new_tokens=new)
     assert out == exact and all(x["attention"]["budget"]["spent"] == 0.0 for x in v0.values())
+
+
+def test_the_meter_runs_on_one_intra_op_thread_and_restores_the_engines_count():
+    """The meter's box evaluations ran 2.4x slower split over 2 threads inside a serving run: it
+    meters on one thread, and the engine's own thread count is back afterwards, also after an error."""
+    from witprobe.serving.read_meter import LiveReadMeter, ReadSpan, one_intra_op_thread
+
+    n0 = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        seen = []
+        meter = LiveReadMeter([0], None, 1, 4, 8, 1, None, 0.0, False, 0, torch.float32)
+        meter._meter = lambda *a, **k: seen.append(torch.get_num_threads())
+        meter.on_read(0, [ReadSpan("r", 0, 1, 0, 1, torch.zeros(1, dtype=torch.int64).numpy(), 0)],
+                      torch.zeros(1, 1, 1, 4), torch.zeros(1, 1, 1, 4), torch.zeros(1, 1, 1, 4), None, 0.5, torch.zeros(1, 1, 1, 4))
+        assert seen == [1] and torch.get_num_threads() == 2
+        with pytest.raises(RuntimeError), one_intra_op_thread():
+            assert torch.get_num_threads() == 1
+            raise RuntimeError("inside")
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(n0)
