@@ -1,6 +1,6 @@
 """Serving throughput with witprobe off, the ledger alone, and the ledger with the live read meter, as ratios measured in one run.
 
-    python bench/serving_throughput.py [--requests 16] [--max-new-tokens 8] [--repeats 2] [--modes off ledger ...]
+    python bench/serving_throughput.py [--requests 16] [--max-new-tokens 8] [--repeats 4] [--threads 1] [--modes off ledger ...]
         [--out bench/results/serving_throughput.json]
 
 Modes (:data:`MODES`): ``off`` (no witprobe), ``ledger`` (the ledger, no read meter), ``bound1``
@@ -84,8 +84,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--requests", type=int, default=16)
     ap.add_argument("--max-new-tokens", type=int, default=8)
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--modes", nargs="+", choices=tuple(MODES), default=list(MODES))
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "serving_throughput.json")
     a = ap.parse_args()

@@ -52,9 +52,9 @@ from witprobe.probe.box_sup import BoxSupSpec, box_sup_bound
 from witprobe.probe.meters import band_norms, grouped_matmul, score_error
 
 #: The live meter's box resolution: 8 intervals, 16 buckets (any resolution is sound). On the box
-#: evaluations of a served SmolLM2 run (``bench/live_box_resolution.py``) it takes about 0.23x the time of
-#: certify run's default 16 x 64 and 0.7x that of 8 x 32, for a median row bound 3 % above 16 x 64's
-#: (8 x 32: 2.8 %; rows here seldom fill more than 16 radius buckets at ratio 1.1).
+#: evaluations of a served SmolLM2 run (``bench/live_box_resolution.py``) it takes 0.23x the time of
+#: certify run's default 16 x 64 and 0.74x that of 8 x 32, for a median row bound 2.96 % above 16 x 64's
+#: (8 x 32: 2.79 %; rows here seldom fill more than 16 radius buckets at ratio 1.1).
 LIVE_BOX = BoxSupSpec(intervals=8, buckets=16)
 #: Rows the witness and side-pool tables start with (they double when more slots are written).
 INITIAL_ROWS = 512
