@@ -104,3 +104,43 @@ def test_writer_refuses_bad_configuration():
         WriterConfig(nonce=2**32, w_thr=1.0)
     with pytest.raises(WriterError, match="codes"):
         CertifiedWriter(WriterConfig(nonce=1, w_thr=1.0)).prepare(torch.zeros(3, dtype=torch.uint8), torch.zeros(3))
+
+
+@pytest.mark.parametrize("extra_drop", [0, 1])
+def test_events_written_together_equal_the_events_written_one_by_one(extra_drop):
+    """The serving path certifies every account's event of a layer with one vectorized draw
+    (write_events): outcomes, each account's state (budget, digest, e-process) and the global
+    process equal writing the events one after the other, with deterministic events (nothing
+    authorized) among them, and with a coarser kernel (extra_drop=1) whose witnesses drift."""
+    codes, e = _entries(n=40, seed=5)
+    uid_of = np.array([1, 2, 3, 4] * 10)  # entries interleaved over four accounts, as tokens over rows
+    books = []
+    for _ in range(2):
+        book = AccountBook(Fraction(1, 100))
+        accs = {u: book.open(u, "user", f"r{u}") for u in (1, 2, 3, 4)}
+        books.append((book, accs))
+    w0 = CertifiedWriter(WriterConfig(nonce=7, w_thr=1e9))
+    thr = float(np.median(w0.prepare(codes, e).mean)) * 8
+    w = CertifiedWriter(WriterConfig(nonce=7, w_thr=thr, kernel_extra_drop=extra_drop))
+    prep = w.prepare(codes, e)
+    small = CertifiedWriter(WriterConfig(nonce=7, w_thr=0.0, kernel_extra_drop=extra_drop))  # authorizes nothing
+    for layer, wr in ((0, w), (1, w), (2, small), (3, w)):
+        book, accs = books[0]
+        events = [(accs[u], np.nonzero(uid_of == u)[0]) for u in (3, 1, 4, 2)]
+        together = wr.write_events(book, events, layer, prep)
+        book1, accs1 = books[1]
+        alone = [wr.write_event(book1, accs1[acc.uid], layer, prep, idx) for acc, idx in events]
+        for a, b in zip(together, alone):
+            assert (a.uid, a.counter, a.delta, a.n_authorized, a.n_violations, a.factors, a.n_no_randomness) == \
+                   (b.uid, b.counter, b.delta, b.n_authorized, b.n_violations, b.factors, b.n_no_randomness)
+            assert torch.equal(a.served, b.served)
+            for x, y in ((a.state, b.state), (a.witness, b.witness), (a.radius, b.radius)):
+                assert np.array_equal(x, y)
+            assert (a.log_g is None) == (b.log_g is None) and (a.log_g is None or np.array_equal(a.log_g, b.log_g))
+    (b0, a0), (b1, a1) = books
+    for u in a0:
+        assert a0[u].record() == a1[u].record()
+    assert b0.global_eprocess.record() == b1.global_eprocess.record()
+    assert a0[1].budget.n_prob_events == 3 and a0[1].budget.n_det_events == 1
+    with pytest.raises(WriterError, match="one event per account"):
+        w.write_events(b0, [(a0[1], np.arange(2)), (a0[1], np.arange(2, 4))], 0, prep)

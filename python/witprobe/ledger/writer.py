@@ -22,6 +22,10 @@ For an event of ``n`` entries of account ``a`` whose next budget is ``delta_i``:
    global one. The outcome carries the event's :class:`~witprobe.ledger.eprocess.FactorSummary`,
    which is what the journal records.
 
+:meth:`CertifiedWriter.write_events` certifies the events of several accounts of one hook call
+with one vectorized draw (the serving path, one event per account and layer); each event's
+steps 1-5 are exactly those above.
+
 ``kernel_extra_drop`` is a fault switch for tests: a kernel that masks more mantissa bits than
 the radius was computed for (a misconfigured kernel; its draws are still unbiased on its own,
 coarser grid). The realized witness then drifts above the certified mean and the e-process must
@@ -30,6 +34,7 @@ raise the alarm.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import struct
 from dataclasses import dataclass
@@ -113,6 +118,7 @@ class EventOutcome:
     n_violations: int
     factors: FactorSummary = FactorSummary(0, None, None)
     n_no_randomness: int = 0
+    log_g: np.ndarray | None = None  # the event's e-process factors (logs), in order (None: deterministic)
 
 
 class CertifiedWriter:
@@ -131,63 +137,103 @@ class CertifiedWriter:
     def write_event(self, book: AccountBook, acc: Account, layer: int, prep: Prepared, idx: np.ndarray,
                     fold_global: bool = True) -> EventOutcome:
         """Certify the entries ``idx`` of ``prep`` for account ``acc`` (see the module docstring)."""
-        n = int(idx.size)
-        if n == 0:
+        return self.write_events(book, [(acc, idx)], layer, prep, fold_global)[0]
+
+    def write_events(self, book: AccountBook, events: list[tuple[Account, np.ndarray]], layer: int, prep: Prepared,
+                     fold_global: bool = True) -> list[EventOutcome]:
+        """:meth:`write_event` for several accounts' events of one hook call, with one vectorized draw.
+
+        ``events``: ``(account, entry indices)`` pairs, one per account. Each event is pre-authorized
+        and spends (or not) on its own account exactly as alone; then the draws of every authorized
+        entry are made together (each uniform depends only on its event's key ``(nonce, uid, layer,
+        counter)`` and its position ``j * D + c``, so they are the event's own), audited, and folded
+        into each account in order. Outcomes, account states and the global process (folded in event
+        order) equal calling :meth:`write_event` on the events one after the other.
+        """
+        if len({id(acc) for acc, _ in events}) != len(events):
+            raise WriterError("write_events takes one event per account")
+        if any(int(np.size(idx)) == 0 for _, idx in events):
             raise WriterError("empty write event")
-        mean, det, c_sum = prep.mean[idx], prep.det[idx], prep.c_sum[idx]
-        with acc.lock:
-            delta_next = acc.budget.next_delta()
-            log_inv = math.log(n) + math.log(delta_next.denominator) - math.log(delta_next.numerator)
-            radius = radius_up(mean + det + np.sqrt(0.5 * c_sum * log_inv))
-            auth = radius <= self.cfg.w_thr
-            n_auth = int(auth.sum())
-            exact = torch.from_numpy(prep.codes.numpy()[idx])
-            state = np.full(n, KEPT_EXACT, np.uint8)
-            witness = np.zeros(n, np.float64)
-            acc.n_write_events += 1
-            acc.n_entries_written += n
-            if n_auth == 0:
-                admit(Kind.DETERMINISTIC, "write event with no authorized entry")
-                acc.budget.deterministic()
-                acc.n_fallback_exact += n
-                return EventOutcome(acc.uid, None, Fraction(0), exact.clone(), state, witness, radius, 0, 0)
-            admit(Kind.PROBABILISTIC, "stochastic-rounding write event")
-            counter, delta = acc.budget.spend()
-            acc.assumptions[ASSUMPTION_TAG] += 1
-            a_idx = idx[auth]
-            d = prep.codes.shape[1]
-            key = stream_key(self.cfg.nonce, acc.uid, layer, counter)
-            j = torch.from_numpy(np.nonzero(auth)[0]).to(torch.int64)
-            u = keyed_uniforms(torch.tensor(key, dtype=torch.int64), j.unsqueeze(1) * d + torch.arange(d))
-            g = _take(prep.grid, torch.from_numpy(a_idx))
-            kg = coarse_grid(g.value, self.cfg.drop_bits + self.cfg.kernel_extra_drop) if self.cfg.kernel_extra_drop else g
-            served_vals = round_with(kg, u)
-            w = realized_witness(g, served_vals, prep.scale_exp[torch.from_numpy(a_idx)], self.cfg.bands).numpy()
-            viol = w > radius[auth]
-            served_codes = values_to_codes(served_vals)
-            served = exact.clone()
-            keep = torch.from_numpy(np.nonzero(auth)[0][~viol])
-            served[keep] = served_codes[torch.from_numpy(~viol)]
-            st = np.where(viol, RESTORED_EXACT, MASKED).astype(np.uint8)
-            state[auth] = st
-            witness[auth] = np.where(viol, 0.0, w)
-            n_viol = int(viol.sum())
-            acc.n_authorized += n_auth
-            acc.n_auth_violations += n_viol
-            acc.n_fallback_exact += n - n_auth
-            if (~viol).any():
-                wm = float(w[~viol].max())
-                acc.w_max_compressed = wm if acc.w_max_compressed is None else max(acc.w_max_compressed, wm)
-            acc.update_digest(struct.pack("<qq", layer, counter) + served_codes.numpy().tobytes())
-            has_c = c_sum[auth] > 0
-            n_no_rand = int((~has_c).sum())
-            acc.n_factors_skipped_no_randomness += n_no_rand
-            lg = log_factors(w[has_c], (mean + det)[auth][has_c], c_sum[auth][has_c])
-            acc.eprocess.add(lg)
-        if fold_global:
-            book.global_eprocess.add(lg)
-        summary = FactorSummary.of(lg)
-        return EventOutcome(acc.uid, counter, delta, served, state, witness, radius, n_auth, n_viol, summary, n_no_rand)
+        d = prep.codes.shape[1]
+        codes_np = prep.codes.numpy()
+        outs: list[EventOutcome] = []
+        with contextlib.ExitStack() as locks:
+            for acc, _ in events:
+                locks.enter_context(acc.lock)
+            # 1. pre-authorization and the spend, event by event, before any draw
+            pre = []
+            drawn_idx, drawn_pos, drawn_key = [], [], []
+            for acc, idx in events:
+                n = int(idx.size)
+                mean, det, c_sum = prep.mean[idx], prep.det[idx], prep.c_sum[idx]
+                delta_next = acc.budget.next_delta()
+                log_inv = math.log(n) + math.log(delta_next.denominator) - math.log(delta_next.numerator)
+                radius = radius_up(mean + det + np.sqrt(0.5 * c_sum * log_inv))
+                auth = radius <= self.cfg.w_thr
+                n_auth = int(auth.sum())
+                acc.n_write_events += 1
+                acc.n_entries_written += n
+                if n_auth == 0:
+                    admit(Kind.DETERMINISTIC, "write event with no authorized entry")
+                    acc.budget.deterministic()
+                    acc.n_fallback_exact += n
+                    pre.append((acc, idx, mean, det, c_sum, radius, auth, None, Fraction(0)))
+                    continue
+                admit(Kind.PROBABILISTIC, "stochastic-rounding write event")
+                counter, delta = acc.budget.spend()
+                acc.assumptions[ASSUMPTION_TAG] += 1
+                j = np.nonzero(auth)[0]
+                drawn_idx.append(idx[auth])
+                drawn_pos.append(j)
+                drawn_key.append(np.full(j.size, stream_key(self.cfg.nonce, acc.uid, layer, counter), np.int64))
+                pre.append((acc, idx, mean, det, c_sum, radius, auth, counter, delta))
+            # 2. the draws and the realized witnesses of every authorized entry at once
+            if drawn_idx:
+                a_idx = torch.from_numpy(np.concatenate(drawn_idx))
+                j = torch.from_numpy(np.concatenate(drawn_pos))
+                keys = torch.from_numpy(np.concatenate(drawn_key)).unsqueeze(1)
+                u = keyed_uniforms(keys, j.unsqueeze(1) * d + torch.arange(d))
+                g = _take(prep.grid, a_idx)
+                kg = coarse_grid(g.value, self.cfg.drop_bits + self.cfg.kernel_extra_drop) if self.cfg.kernel_extra_drop else g
+                served_vals = round_with(kg, u)
+                w_all = realized_witness(g, served_vals, prep.scale_exp[a_idx], self.cfg.bands).numpy()
+                codes_all = values_to_codes(served_vals).numpy()
+            # 3. audit, restore and fold, event by event
+            off = 0
+            for acc, idx, mean, det, c_sum, radius, auth, counter, delta in pre:
+                n = int(idx.size)
+                exact = codes_np[idx]
+                state = np.full(n, KEPT_EXACT, np.uint8)
+                witness = np.zeros(n, np.float64)
+                if counter is None:
+                    outs.append(EventOutcome(acc.uid, None, Fraction(0), torch.from_numpy(exact), state, witness, radius, 0, 0))
+                    continue
+                n_auth = int(auth.sum())
+                w, served_codes = w_all[off:off + n_auth], codes_all[off:off + n_auth]
+                off += n_auth
+                viol = w > radius[auth]
+                served = exact.copy()
+                served[np.nonzero(auth)[0][~viol]] = served_codes[~viol]
+                state[auth] = np.where(viol, RESTORED_EXACT, MASKED).astype(np.uint8)
+                witness[auth] = np.where(viol, 0.0, w)
+                n_viol = int(viol.sum())
+                acc.n_authorized += n_auth
+                acc.n_auth_violations += n_viol
+                acc.n_fallback_exact += n - n_auth
+                if (~viol).any():
+                    wm = float(w[~viol].max())
+                    acc.w_max_compressed = wm if acc.w_max_compressed is None else max(acc.w_max_compressed, wm)
+                acc.update_digest(struct.pack("<qq", layer, counter) + served_codes.tobytes())
+                has_c = c_sum[auth] > 0
+                n_no_rand = int((~has_c).sum())
+                acc.n_factors_skipped_no_randomness += n_no_rand
+                lg = log_factors(w[has_c], (mean + det)[auth][has_c], c_sum[auth][has_c])
+                acc.eprocess.add(lg)
+                if fold_global:
+                    book.global_eprocess.add(lg)
+                outs.append(EventOutcome(acc.uid, counter, delta, torch.from_numpy(served), state, witness, radius, n_auth,
+                                         n_viol, FactorSummary.of(lg), n_no_rand, lg))
+        return outs
 
 
 def _take(g: SRGrid, rows: torch.Tensor | slice) -> SRGrid:

@@ -464,10 +464,14 @@ class LiveLedger:
         else:
             writer = self.writers[fam]
             ent_uid = np.repeat(plan.tok_uid, H)
-            for uid in dict.fromkeys(ent_uid.tolist()):
-                idx = np.nonzero(ent_uid == uid)[0]
-                acc = self.book.get(uid)
-                out = writer.write_event(self.book, acc, lkey, prep, idx)
+            uids = list(dict.fromkeys(ent_uid.tolist()))
+            events = [(self.book.get(uid), np.nonzero(ent_uid == uid)[0]) for uid in uids]
+            # one vectorized draw for every account's event; the global e-process is folded here, event by
+            # event, so each write record carries the global state after its own event (journal order)
+            outs = writer.write_events(self.book, events, lkey, prep, fold_global=False)
+            for uid, (acc, idx), out in zip(uids, events, outs):
+                if out.log_g is not None:
+                    self.book.global_eprocess.add(out.log_g)
                 self.n_write_events += 1
                 wid = self.n_write_events
                 served[idx] = out.served.numpy()
