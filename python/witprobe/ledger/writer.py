@@ -177,7 +177,7 @@ class CertifiedWriter:
                     admit(Kind.DETERMINISTIC, "write event with no authorized entry")
                     acc.budget.deterministic()
                     acc.n_fallback_exact += n
-                    pre.append((acc, idx, mean, det, c_sum, radius, auth, None, Fraction(0)))
+                    pre.append((acc, idx, mean, det, c_sum, radius, auth, 0, None, None, Fraction(0)))
                     continue
                 admit(Kind.PROBABILISTIC, "stochastic-rounding write event")
                 counter, delta = acc.budget.spend()
@@ -186,13 +186,13 @@ class CertifiedWriter:
                 drawn_idx.append(idx[auth])
                 drawn_pos.append(j)
                 drawn_key.append(np.full(j.size, stream_key(self.cfg.nonce, acc.uid, layer, counter), np.int64))
-                pre.append((acc, idx, mean, det, c_sum, radius, auth, counter, delta))
+                pre.append((acc, idx, mean, det, c_sum, radius, auth, n_auth, j, counter, delta))
             # 2. the draws and the realized witnesses of every authorized entry at once
             if drawn_idx:
                 a_idx = torch.from_numpy(np.concatenate(drawn_idx))
-                j = torch.from_numpy(np.concatenate(drawn_pos))
+                pos = torch.from_numpy(np.concatenate(drawn_pos))
                 keys = torch.from_numpy(np.concatenate(drawn_key)).unsqueeze(1)
-                u = keyed_uniforms(keys, j.unsqueeze(1) * d + torch.arange(d))
+                u = keyed_uniforms(keys, pos.unsqueeze(1) * d + torch.arange(d))
                 g = _take(prep.grid, a_idx)
                 kg = coarse_grid(g.value, self.cfg.drop_bits + self.cfg.kernel_extra_drop) if self.cfg.kernel_extra_drop else g
                 served_vals = round_with(kg, u)
@@ -200,7 +200,7 @@ class CertifiedWriter:
                 codes_all = values_to_codes(served_vals).numpy()
             # 3. audit, restore and fold, event by event
             off = 0
-            for acc, idx, mean, det, c_sum, radius, auth, counter, delta in pre:
+            for acc, idx, mean, det, c_sum, radius, auth, n_auth, j, counter, delta in pre:
                 n = int(idx.size)
                 exact = codes_np[idx]
                 state = np.full(n, KEPT_EXACT, np.uint8)
@@ -208,12 +208,11 @@ class CertifiedWriter:
                 if counter is None:
                     outs.append(EventOutcome(acc.uid, None, Fraction(0), torch.from_numpy(exact), state, witness, radius, 0, 0))
                     continue
-                n_auth = int(auth.sum())
                 w, served_codes = w_all[off:off + n_auth], codes_all[off:off + n_auth]
                 off += n_auth
                 viol = w > radius[auth]
                 served = exact.copy()
-                served[np.nonzero(auth)[0][~viol]] = served_codes[~viol]
+                served[j[~viol]] = served_codes[~viol]
                 state[auth] = np.where(viol, RESTORED_EXACT, MASKED).astype(np.uint8)
                 witness[auth] = np.where(viol, 0.0, w)
                 n_viol = int(viol.sum())

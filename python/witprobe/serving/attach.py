@@ -57,7 +57,7 @@ from witprobe.ledger.identity import WARMUP_UID, IdentityTracker, Row, attribute
 from witprobe.ledger.journal import open_segment
 from witprobe.ledger.owner import OwnerLedger
 from witprobe.ledger.pool import FamilySpec, PagedPool
-from witprobe.ledger.slots import ReadTally, SlotState
+from witprobe.ledger.slots import KEPT_EXACT, UNWRITTEN, ReadTally
 from witprobe.ledger.writer import CertifiedWriter, Prepared, WriterConfig
 from witprobe.memory.stochastic_rounding import encode_e4m3
 from witprobe.serving.config import DROP_PLAN_PERIOD, FAMILIES, LiveConfig
@@ -265,7 +265,7 @@ class LiveLedger:
             sl = self._block_slots(b)
             t0 = self.tables[0]
             prev = int(t0.owner[0, sl].max())
-            live = bool((t0.state[:, sl] != SlotState.UNWRITTEN).any())
+            live = bool((t0.state[:, sl] != UNWRITTEN).any())
             inval = self.pool.invalidate_on_reuse
             if inval:
                 for t in self.tables:
@@ -458,7 +458,7 @@ class LiveLedger:
             owners = np.repeat(np.repeat(np.asarray([u if u is not None else -1 for u in plan.row_uids], np.int64), plan.q), H)
             for own in np.unique(owners):
                 m = owners == own
-                F.slots.write(ns[m], slot_e[m], int(own), np.full(int(m.sum()), SlotState.KEPT_EXACT, np.uint8),
+                F.slots.write(ns[m], slot_e[m], int(own), np.full(int(m.sum()), KEPT_EXACT, np.uint8),
                               np.zeros(int(m.sum())), np.zeros(int(m.sum())), -1)
             plan.records.append(("fail_closed", {"batch": plan.index, "family": fam, "layer": self.layers[li], "n_entries": int(nq * H)}))
         else:
@@ -530,8 +530,9 @@ class LiveLedger:
         sizes = np.asarray([plan.read_slots[i].size for i in rows], np.int64)
         cols = np.concatenate([np.arange(plan.read_offsets[i], plan.read_offsets[i + 1]) for i in rows])
         sl_c = np.concatenate([plan.read_slots[i] for i in rows])
-        eg = np.concatenate([self.handles[plan.rids[i]].exp_gen[fam][nsl, :plan.read_slots[i].size] for i in rows], axis=1)
-        eo = np.concatenate([self.handles[plan.rids[i]].exp_owner[fam][:plan.read_slots[i].size] for i in rows])
+        hs = [self.handles[plan.rids[i]] for i in rows]
+        eg = np.concatenate([h.exp_gen[fam][nsl, :e] for h, e in zip(hs, sizes.tolist())], axis=1)
+        eo = np.concatenate([h.exp_owner[fam][:e] for h, e in zip(hs, sizes.tolist())])
         mm = np.concatenate([plan.mult[i] for i in rows])
         uids = np.asarray([plan.row_uids[i] for i in rows], np.int64)
         ns = np.tile(nsl, cols.size)
